@@ -1,0 +1,183 @@
+#include "admission/tokenizer/deepseek_v3_splitter.hpp"
+
+#include "admission/tokenizer/unicode_classes.hpp"
+#include "admission/tokenizer/utf8.hpp"
+
+namespace dpgate::admission {
+
+const std::array<std::string_view, 3> kDeepSeekV3SplitPatterns = {
+    "\\p{N}{1,3}",
+    "[\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+",
+    "[!\"#$%&'()*+,\\-./:;<=>?@\\[\\\\\\]^_`{|}~][A-Za-z]+|[^\r\n\\p{L}\\p{P}\\p{S}]?[\\p{L}\\p{M}]+|"
+    " ?[\\p{P}\\p{S}]+[\r\n]*|\\s*[\r\n]+|\\s+(?!\\S)|\\s+",
+};
+
+namespace {
+
+// Flags beyond the Unicode classes, for what the patterns name literally.
+enum ExtraFlag : std::uint16_t {
+  kCrLf = 1u << 8,          // [\r\n]
+  kAsciiLetter = 1u << 9,   // [A-Za-z]
+  kAsciiPunct = 1u << 10,   // the first alternative's leading class
+  kCjk = 1u << 11,          // step 2's class
+  kSpaceChar = 1u << 12,    // the literal ' ' of " ?"
+};
+
+constexpr std::uint16_t kL = kClassL, kM = kClassM, kN = kClassN, kP = kClassP, kS = kClassS,
+                        kSpace = kClassSpace;
+
+struct AsciiTable {
+  std::uint16_t flags[128];
+  AsciiTable() {
+    for (unsigned c = 0; c < 128; ++c) {
+      std::uint16_t f = unicodeClasses(c);
+      if (c == '\r' || c == '\n') f |= kCrLf;
+      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) f |= kAsciiLetter;
+      if (std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(c)) != std::string_view::npos) {
+        f |= kAsciiPunct;
+      }
+      if (c == ' ') f |= kSpaceChar;
+      flags[c] = f;
+    }
+  }
+};
+const AsciiTable kAscii;
+
+inline bool isCjk(std::uint32_t cp) {
+  return (cp >= 0x4e00 && cp <= 0x9fa5) || (cp >= 0x3040 && cp <= 0x30ff);
+}
+
+struct Char {
+  std::uint16_t flags;
+  unsigned len;
+};
+
+inline Char charAt(const unsigned char* p) {
+  if (*p < 0x80) return {kAscii.flags[*p], 1};
+  unsigned len;
+  const std::uint32_t cp = decodeUtf8(p, len);
+  std::uint16_t f = unicodeClasses(cp);
+  if (isCjk(cp)) f |= kCjk;
+  return {f, len};
+}
+
+class RegionSplitter {
+ public:
+  RegionSplitter(const unsigned char* base, std::uint32_t end) : s_(base), end_(end) {}
+
+  std::uint32_t scan(std::uint32_t i, std::uint16_t mask) const {
+    while (i < end_) {
+      const Char c = charAt(s_ + i);
+      if (!(c.flags & mask)) break;
+      i += c.len;
+    }
+    return i;
+  }
+
+  // End of the step-3 match starting at i, or 0 when no alternative matches.
+  std::uint32_t matchAt(std::uint32_t i) const {
+    const Char c0 = charAt(s_ + i);
+    const std::uint32_t e0 = i + c0.len;
+    // [!"#...~][A-Za-z]+
+    if (c0.flags & kAsciiPunct) {
+      std::uint32_t j = e0;
+      while (j < end_ && s_[j] < 0x80 && (kAscii.flags[s_[j]] & kAsciiLetter)) ++j;
+      if (j > e0) return j;
+    }
+    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+    if (!(c0.flags & (kCrLf | kL | kP | kS))) {
+      const std::uint32_t j = scan(e0, kL | kM);
+      if (j > e0) return j;
+    }
+    if (c0.flags & (kL | kM)) return scan(e0, kL | kM);
+    // ' ?[\p{P}\p{S}]+[\r\n]*'
+    if ((c0.flags & kSpaceChar) && e0 < end_) {
+      const std::uint32_t j = scan(e0, kP | kS);
+      if (j > e0) return scanCrLf(j);
+    }
+    if (c0.flags & (kP | kS)) return scanCrLf(scan(e0, kP | kS));
+    if (c0.flags & kSpace) {
+      // \s*[\r\n]+ ends after the run's last CR/LF; otherwise \s+(?!\S)
+      // leaves the run's last character for the next word unless the run
+      // ends the piece, and a lone character falls through to \s+.
+      std::uint32_t j = i;
+      std::uint32_t last_crlf_end = 0;
+      std::uint32_t last_start = i;
+      unsigned count = 0;
+      while (j < end_) {
+        const Char c = charAt(s_ + j);
+        if (!(c.flags & kSpace)) break;
+        if (c.flags & kCrLf) last_crlf_end = j + c.len;
+        last_start = j;
+        j += c.len;
+        ++count;
+      }
+      if (last_crlf_end != 0) return last_crlf_end;
+      if (j == end_ || count == 1) return j;
+      return last_start;
+    }
+    return 0;
+  }
+
+  std::uint32_t scanCrLf(std::uint32_t j) const {
+    while (j < end_ && (s_[j] == '\r' || s_[j] == '\n')) ++j;
+    return j;
+  }
+
+  void split(std::uint32_t begin, std::vector<std::uint32_t>& piece_ends) const {
+    std::uint32_t i = begin;
+    std::uint32_t gap_start = begin;
+    while (i < end_) {
+      const std::uint32_t m = matchAt(i);
+      if (m != 0) {
+        if (gap_start < i) piece_ends.push_back(i);
+        piece_ends.push_back(m);
+        i = m;
+        gap_start = m;
+      } else {
+        i += charAt(s_ + i).len;
+      }
+    }
+    if (gap_start < end_) piece_ends.push_back(end_);
+  }
+
+ private:
+  const unsigned char* s_;
+  std::uint32_t end_;
+};
+
+}  // namespace
+
+void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
+  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+  const auto n = static_cast<std::uint32_t>(text.size());
+  std::uint32_t pos = 0;
+  while (pos < n) {
+    Char c = charAt(s + pos);
+    if (c.flags & kN) {
+      // Step 1: runs of numbers, three at a time.
+      unsigned taken = 0;
+      while (pos < n && taken < 3) {
+        c = charAt(s + pos);
+        if (!(c.flags & kN)) break;
+        pos += c.len;
+        ++taken;
+      }
+      piece_ends.push_back(pos);
+      continue;
+    }
+    // Steps 2 and 3: a region is a maximal run that is all CJK or all
+    // non-CJK (and never a number); step 3 runs inside each region alone.
+    const std::uint16_t cjk = c.flags & kCjk;
+    std::uint32_t end = pos + c.len;
+    while (end < n) {
+      const Char d = charAt(s + end);
+      if ((d.flags & kN) || (d.flags & kCjk) != cjk) break;
+      end += d.len;
+    }
+    RegionSplitter(s, end).split(pos, piece_ends);
+    pos = end;
+  }
+}
+
+}  // namespace dpgate::admission

@@ -1,0 +1,30 @@
+#pragma once
+// The DeepSeek V3 pre-tokenizer, hand-written for speed. It implements exactly
+// this Sequence of Split(Isolated) regexes (Oniguruma semantics), and nothing
+// else; Tokenizer::load refuses a tokenizer.json whose patterns differ.
+//   1. \p{N}{1,3}
+//   2. [\u4e00-\u9fa5\u3040-\u309f\u30a0-\u30ff]+
+//   3. [!"#$%&'()*+,\-./:;<=>?@\[\\\]^_`{|}~][A-Za-z]+
+//      |[^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+//      | ?[\p{P}\p{S}]+[\r\n]*
+//      |\s*[\r\n]+
+//      |\s+(?!\S)
+//      |\s+
+// Each step splits every piece of the previous one; text no pattern matches
+// stays as its own piece (Isolated keeps both matches and gaps).
+#include <array>
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dpgate::admission {
+
+// The three Split regexes, byte for byte as they appear in tokenizer.json
+// (after JSON unescaping). Used by load to check the file matches.
+extern const std::array<std::string_view, 3> kDeepSeekV3SplitPatterns;
+
+// Appends the end offset (bytes, relative to `text`) of every piece of `text`
+// in order. `text` must be valid UTF-8.
+void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends);
+
+}  // namespace dpgate::admission

@@ -1,0 +1,56 @@
+#pragma once
+// The per-thread entry point for counting: validates UTF-8, cuts added
+// tokens out of the text, and counts each ordinary segment through a word
+// cache and a segment cache. Holds mutable caches: one per thread, never
+// shared. The Tokenizer behind it is shared and immutable.
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission/tokenizer/segment_cache.hpp"
+#include "admission/tokenizer/tokenizer.hpp"
+#include "admission/tokenizer/word_cache.hpp"
+
+namespace dpgate::admission {
+
+struct TokenCount {
+  bool ok = false;
+  std::uint64_t tokens = 0;
+  std::string error;  // set when !ok
+};
+
+struct TokenCounterLimits {
+  std::size_t word_cache_entries = 1u << 16;
+  std::size_t segment_cache_entries = 1u << 14;
+  // Shorter segments are counted directly: hashing them costs about as much.
+  std::size_t min_cached_segment_bytes = 256;
+};
+
+class TokenCounter {
+ public:
+  explicit TokenCounter(std::shared_ptr<const Tokenizer> tokenizer, TokenCounterLimits limits = {});
+
+  // Tokens of `text` as HuggingFace's encode(text) gives them (added tokens
+  // matched in the text, no special tokens added around it).
+  TokenCount count(std::string_view text);
+  // Same ids as HuggingFace's encode(text).getIds(); nullopt on success,
+  // else the error (invalid UTF-8).
+  std::optional<std::string> encode(std::string_view text, std::vector<std::uint32_t>& ids);
+
+  const Tokenizer& tokenizer() const { return *tokenizer_; }
+  const SegmentCache& segmentCache() const { return segments_; }
+
+ private:
+  std::shared_ptr<const Tokenizer> tokenizer_;
+  TokenCounterLimits limits_;
+  WordCache words_;
+  SegmentCache segments_;
+};
+
+// "input is not valid UTF-8 (byte offset N)"; shared by every caller that refuses text.
+std::string invalidUtf8Message(std::size_t offset);
+
+}  // namespace dpgate::admission

@@ -1,0 +1,44 @@
+#pragma once
+// Bounded cache of BPE results per pre-tokenized piece (bytes -> ids). Most
+// text is made of a few thousand distinct words, so after warm-up nearly every
+// piece is a hash lookup. Not thread-safe: one per TokenCounter.
+#include <cstdint>
+#include <string_view>
+#include <vector>
+
+namespace dpgate::admission {
+
+class WordCache {
+ public:
+  static constexpr std::size_t kMaxPieceBytes = 64;
+
+  explicit WordCache(std::size_t max_entries = 1u << 16);
+
+  // Ids cached for `piece` (with its hash), or nullptr.
+  const std::uint32_t* find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const;
+  void insert(std::string_view piece, std::uint64_t hash, const std::uint32_t* ids, std::uint32_t count);
+  void clear();
+
+  std::size_t size() const { return size_; }
+  std::size_t memoryBytes() const {
+    return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ids_.capacity() * sizeof(std::uint32_t);
+  }
+
+ private:
+  struct Slot {
+    std::uint64_t hash = 0;
+    std::uint32_t bytes_offset = 0;
+    std::uint32_t ids_offset = 0;
+    std::uint16_t bytes_len = 0;  // 0: empty slot (pieces are never empty)
+    std::uint16_t ids_len = 0;
+  };
+
+  std::vector<Slot> slots_;
+  std::vector<char> bytes_;
+  std::vector<std::uint32_t> ids_;
+  std::size_t mask_;
+  std::size_t max_entries_;
+  std::size_t size_ = 0;
+};
+
+}  // namespace dpgate::admission

@@ -1,0 +1,193 @@
+// The typed, validated configuration of one dpgate process.
+//
+// conf/ is pure: it turns YAML text into a Config or a ConfigError and never
+// touches a socket. Every default lives here, once; conf/examples/dpgate.yaml
+// documents the same values (a unit test keeps the two in step).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace dpgate::conf {
+
+struct TlsConfig {
+    std::string cert;  // PEM file; empty = plain HTTP
+    std::string key;
+    bool enabled() const { return !cert.empty(); }
+
+    bool operator==(const TlsConfig&) const = default;
+};
+
+struct ListenConfig {
+    std::string address = "127.0.0.1";
+    uint16_t port = 8900;
+    TlsConfig tls;
+
+    bool operator==(const ListenConfig&) const = default;
+};
+
+struct AdminConfig {
+    std::string address = "127.0.0.1";
+    uint16_t port = 8901;
+    // Exactly one of token_sha256 / token_file may be set. The YAML key
+    // `token` takes "sha256:<64 hex>"; `token_file` names a file holding the
+    // plain token. Plain tokens are never kept in the Config.
+    // Also accepted: `token: {sha256: HEX}`, and `token_plain: VALUE` for
+    // demo configs only (stored here as its SHA-256).
+    std::string token_sha256;  // lowercase hex, 64 chars; empty = none
+    std::string token_file;
+
+    bool operator==(const AdminConfig&) const = default;
+};
+
+struct ModelConfig {
+    std::string id = "ds-v4.1-flash-1017";
+    std::vector<std::string> aliases;
+    uint64_t window_tokens = 1048576;
+    uint64_t max_output_tokens = 32768;
+    uint64_t image_reserve_tokens = 1024;
+    uint64_t max_images = 640;
+    std::string tokenizer;  // path to an HF tokenizer.json; empty = none
+    std::string template_name = "deepseek-v3";  // YAML key: template
+
+    bool operator==(const ModelConfig&) const = default;
+};
+
+struct LimitsConfig {
+    uint64_t max_body_bytes = 256ull * 1024 * 1024;
+    uint64_t max_header_bytes = 64 * 1024;
+    uint32_t max_header_count = 100;
+    uint32_t max_connections = 10000;
+    uint64_t header_timeout_ms = 10000;          // the whole header, from the first byte wait
+    uint64_t body_idle_timeout_ms = 30000;       // between body reads
+    uint64_t keepalive_timeout_ms = 60000;       // idle connection between requests
+    uint64_t upstream_connect_timeout_ms = 5000;
+    uint64_t upstream_first_byte_timeout_ms = 30 * 60 * 1000;  // a 1M-token prefill takes minutes
+    uint64_t stream_idle_timeout_ms = 5 * 60 * 1000;           // between upstream chunks
+    uint64_t client_write_timeout_ms = 60000;    // a client that stops draining
+    uint64_t upstream_max_idle_connections = 64; // per backend
+    uint64_t upstream_idle_timeout_ms = 4000;    // retire idle upstream connections before the backend does (uvicorn: 5 s)
+    uint64_t relay_buffer_bytes = 64 * 1024;     // per direction per request
+    uint64_t drain_timeout_ms = 30000;           // SIGTERM: in-flight requests get this long
+
+    bool operator==(const LimitsConfig&) const = default;
+};
+
+enum class RoutingMode { failover, active_active };
+
+struct RoutingConfig {
+    RoutingMode mode = RoutingMode::failover;
+    std::string session_header = "X-Session-ID";
+    double balance_factor = 1.25;
+
+    bool operator==(const RoutingConfig&) const = default;
+};
+
+struct HealthConfig {
+    uint64_t interval_ms = 2000;
+    uint64_t timeout_ms = 1000;
+    uint32_t fall = 3;
+    uint32_t rise = 2;
+
+    bool operator==(const HealthConfig&) const = default;
+};
+
+enum class BackendRole { primary, standby };
+
+struct BackendConfig {
+    std::string name;
+    std::string url;        // as written: http(s)://host:port
+    std::string scheme;     // "http" | "https"
+    std::string host;
+    uint16_t port = 0;
+    BackendRole role = BackendRole::primary;
+    uint32_t dp_ranks = 8;
+    std::string credential_env;  // optional: env var holding a bearer token for the backend
+
+    bool operator==(const BackendConfig&) const = default;
+};
+
+struct AuthKey {
+    std::string name;
+    std::string sha256;  // lowercase hex of the key
+    bool trusted = false;
+    uint32_t max_concurrent = 0;    // 0 = unlimited
+    uint32_t requests_per_min = 0;  // 0 = unlimited
+
+    bool operator==(const AuthKey&) const = default;
+};
+
+struct AuthConfig {
+    bool required = true;
+    std::string keys_file;        // YAML file of `name: {sha256, trusted, ...}` or `name: <hash>`
+    std::vector<AuthKey> keys;    // inline keys (demo); keys_file entries are appended at load
+
+    bool operator==(const AuthConfig&) const = default;
+};
+
+struct LogConfig {
+    std::string access = "stdout";  // stdout | off | PATH
+    std::string level = "info";     // error | warn | info | debug
+
+    bool operator==(const LogConfig&) const = default;
+};
+
+struct Config {
+    ListenConfig listen;
+    AdminConfig admin;
+    ModelConfig model;
+    LimitsConfig limits;
+    RoutingConfig routing;
+    HealthConfig health;
+    std::vector<BackendConfig> backends;
+    AuthConfig auth;
+    LogConfig log;
+    uint32_t threads = 0;  // 0 = one per core
+    std::string source_path;  // the file it was loaded from (for reload)
+
+    bool operator==(const Config&) const = default;
+};
+
+// "conf: backends[1].url: line 14: expected http(s)://host:port"
+// line is 1-based; 0 = no line (e.g. the file cannot be read), and the
+// "line N: " part is then left out, as is an empty key path. Errors in the
+// keys file carry "<keys file path>: <key path>" as their key path.
+class ConfigError : public std::runtime_error {
+public:
+    ConfigError(std::string key_path, int line, const std::string& what);
+    const std::string& key_path() const { return key_path_; }
+    int line() const { return line_; }
+    // The message without the "conf: <path>: line N: " prefix.
+    const std::string& detail() const { return detail_; }
+
+private:
+    std::string key_path_;
+    int line_;
+    std::string detail_;
+};
+
+// Parses and validates; throws ConfigError. Relative paths in the file
+// (tokenizer, tls, keys_file, token_file, log.access) resolve against the
+// file's folder (loadConfigText: against base_dir).
+Config loadConfigFile(const std::string& path);
+Config loadConfigText(const std::string& yaml_text, const std::string& base_dir = ".");
+
+struct LoadOptions {
+    // false: the loader never touches the filesystem. Paths are still
+    // resolved, but nothing is checked for existence and auth.keys_file is
+    // not read (its keys are then absent). For tests that load the examples
+    // before scripts/setup has fetched the tokenizer, and for the fuzzer.
+    bool check_files = true;
+};
+
+Config loadConfigFile(const std::string& path, const LoadOptions& options);
+Config loadConfigText(const std::string& yaml_text, const std::string& base_dir,
+                      const LoadOptions& options);
+
+const char* toString(BackendRole role);
+const char* toString(RoutingMode mode);
+
+}  // namespace dpgate::conf

@@ -1,0 +1,80 @@
+// What the gateway currently knows about each configured backend: its health
+// (from probes), the window and model it reports, and which one is primary.
+// Shared by every worker thread: probes write under a mutex, the request
+// path reads one atomic word.
+#pragma once
+
+#include "conf/config.hpp"
+#include "routing/health_state.hpp"
+
+#include <atomic>
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace dpgate::gateway {
+
+struct ProbeResult {
+    bool health_ok = false;            // GET /health answered 200
+    bool models_ok = false;            // GET /v1/models answered a parseable list
+    std::vector<std::string> model_ids;
+    uint64_t max_model_len = 0;        // of the served model id; 0 = not reported
+    std::string error;                 // why the probe failed, for status and logs
+};
+
+struct BackendView {
+    std::string name;
+    conf::BackendRole role;
+    bool healthy;
+    bool drained;
+    uint64_t reported_window;  // 0 = never reported
+    std::vector<std::string> model_ids;
+    std::string last_error;
+};
+
+class BackendRegistry {
+public:
+    explicit BackendRegistry(const conf::Config& config);
+
+    size_t size() const { return backends_.size(); }
+    const conf::BackendConfig& config(size_t index) const { return backends_[index].config; }
+
+    // A probe passes when /health is 200 and /v1/models lists the served id.
+    void recordProbe(size_t index, const ProbeResult& result);
+
+    // The configured window lowered to the smallest max_model_len any backend
+    // has reported (a backend that stops answering keeps its last report: a
+    // standby that was ever smaller must not silently widen the window).
+    uint64_t publicWindow() const { return public_window_.load(std::memory_order_relaxed); }
+
+    bool routable(size_t index) const;
+    bool anyRoutable() const { return routable_mask_.load(std::memory_order_acquire) != 0; }
+
+    // Failover: the primary while routable, else the first routable standby.
+    std::optional<size_t> chooseBackend() const;
+
+    std::vector<BackendView> snapshot() const;
+
+private:
+    struct Backend {
+        conf::BackendConfig config;
+        routing::HealthState health;
+        bool drained = false;
+        uint64_t reported_window = 0;
+        std::vector<std::string> model_ids;
+        std::string last_error;
+    };
+
+    void republishLocked();
+
+    const std::string model_id_;
+    const uint64_t configured_window_;
+    mutable std::mutex mutex_;
+    std::vector<Backend> backends_;
+    std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests
+    std::atomic<uint64_t> public_window_;
+};
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,233 @@
+#include "gateway/client_session.hpp"
+
+#include "gateway/local_endpoints.hpp"
+#include "gateway/log.hpp"
+#include "gateway/relay.hpp"
+#include "gateway/request_framing.hpp"
+#include "gateway/request_id.hpp"
+#include "gateway/server.hpp"
+#include "gateway/worker.hpp"
+
+#include <boost/asio/write.hpp>
+#include <boost/beast/core/string.hpp>
+
+namespace dpgate::gateway {
+
+ClientSession::ClientSession(Worker& worker, tcp::socket socket) : worker_(worker), stream_(std::move(socket)) {
+    error_code ec;
+    auto endpoint = stream_.socket().remote_endpoint(ec);
+    if (!ec) peer_address_ = endpoint.address().to_string();
+    stream_.socket().set_option(tcp::no_delay(true), ec);
+    worker_.attach(this);
+    worker_.server().openConnections().fetch_add(1, std::memory_order_relaxed);
+}
+
+ClientSession::~ClientSession() {
+    worker_.detach(this);
+    worker_.server().openConnections().fetch_sub(1, std::memory_order_relaxed);
+}
+
+void ClientSession::start(std::shared_ptr<ClientSession> session) {
+    net::io_context& io = session->worker_.io();
+    net::co_spawn(io, [s = std::move(session)]() -> awaitable<void> { co_await s->run(); }, net::detached);
+}
+
+void ClientSession::closeIfIdle() {
+    if (idle_) close();
+}
+
+void ClientSession::close() {
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
+    stream_.socket().close(ec);
+}
+
+awaitable<void> ClientSession::run() {
+    std::optional<http::request_parser<http::string_body>> parser;
+    while (!worker_.stopping()) {
+        if (co_await readRequest(parser) != ReadResult::request) break;
+        ClientRequest request = parser->release();
+        std::string request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
+        worker_.server().requestsInFlight().fetch_add(1, std::memory_order_relaxed);
+        bool keep_alive = co_await handle(request, std::move(request_id));
+        worker_.server().requestsInFlight().fetch_sub(1, std::memory_order_relaxed);
+        idle_ = true;
+        if (!keep_alive) break;
+    }
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
+
+awaitable<ClientSession::ReadResult> ClientSession::readRequest(
+    std::optional<http::request_parser<http::string_body>>& parser) {
+    const conf::LimitsConfig& limits = worker_.server().config().limits;
+    idle_ = true;
+
+    // Between requests the keep-alive deadline runs; from the first byte on,
+    // one deadline covers the whole header, however it is dribbled.
+    if (buffer_.size() == 0) {
+        stream_.expires_after(ms(limits.keepalive_timeout_ms));
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
+        if (ec) co_return ReadResult::closed;
+        buffer_.commit(n);
+    }
+    idle_ = false;
+    stream_.expires_after(ms(limits.header_timeout_ms));
+    size_t head_bytes = 0;
+    while (true) {
+        std::string_view bytes(static_cast<const char*>(buffer_.data().data()), buffer_.size());
+        bool malformed = false;
+        head_bytes = findHeaderEnd(bytes, malformed);
+        if (malformed) {
+            ApiError refusal{400, "malformed request header: bare LF line ending.", "invalid_request_error", "", "bad_request"};
+            co_return co_await refuseRequest(refusal);
+        }
+        if (head_bytes != 0 && head_bytes <= limits.max_header_bytes) break;
+        if (head_bytes > limits.max_header_bytes || buffer_.size() > limits.max_header_bytes) {
+            ApiError refusal{431,
+                             "request header exceeds " + std::to_string(limits.max_header_bytes) + " bytes.",
+                             "invalid_request_error", "", "request_header_too_large"};
+            co_return co_await refuseRequest(refusal);
+        }
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(8192), use_nothrow);
+        // A deadline closes the socket itself (beast::tcp_stream): the slow
+        // client is cut without an answer, as nginx does on client_header_timeout.
+        if (ec) co_return ReadResult::closed;
+        buffer_.commit(n);
+    }
+
+    std::string_view head(static_cast<const char*>(buffer_.data().data()), head_bytes);
+    FramingVerdict framing = checkRequestFraming(head, {limits.max_header_bytes, limits.max_header_count});
+    if (!framing.ok()) {
+        ApiError refusal{static_cast<unsigned>(framing.status), framing.message, "invalid_request_error", "",
+                         framing.status == 431 ? "request_header_too_large" : "bad_request"};
+        co_return co_await refuseRequest(refusal);
+    }
+
+    parser.emplace();
+    parser->header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+    parser->body_limit(limits.max_body_bytes);
+    error_code ec;
+    size_t used = parser->put(net::buffer(buffer_.data().data(), head_bytes), ec);
+    if (ec == http::error::body_limit) {
+        // Content-Length above the limit: refused before a body byte is read.
+        ApiError refusal{413,
+                         "request body is " + std::to_string(*parser->content_length()) + " bytes; the limit is " +
+                             std::to_string(limits.max_body_bytes) + " bytes.",
+                         "invalid_request_error", "", "request_too_large"};
+        co_return co_await refuseRequest(refusal);
+    }
+    if (ec || !parser->is_header_done()) {
+        ApiError refusal{400, "malformed request header: " + ec.message() + ".", "invalid_request_error", "", "bad_request"};
+        co_return co_await refuseRequest(refusal);
+    }
+    buffer_.consume(used);
+
+    auto& req = parser->get();
+    if (auto expect = req.find(http::field::expect); expect != req.end()) {
+        if (!beast::iequals(expect->value(), "100-continue")) {
+            ApiError refusal{417, "only Expect: 100-continue is supported.", "invalid_request_error", "", "bad_request"};
+            co_return co_await refuseRequest(refusal);
+        }
+        if (!parser->is_done()) {
+            stream_.expires_after(ms(limits.client_write_timeout_ms));
+            static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+            auto [wec, wn] = co_await net::async_write(stream_, net::buffer(kContinue), use_nothrow);
+            if (wec) co_return ReadResult::closed;
+        }
+    }
+
+    if (auto length = parser->content_length(); length && *length > 0) req.body().reserve(*length);
+    while (!parser->is_done()) {
+        stream_.expires_after(ms(limits.body_idle_timeout_ms));
+        auto [rec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);
+        if (rec == http::error::body_limit) {
+            ApiError refusal{413,
+                             "request body exceeds the limit of " + std::to_string(limits.max_body_bytes) + " bytes.",
+                             "invalid_request_error", "", "request_too_large"};
+            co_return co_await refuseRequest(refusal);
+        }
+        if (rec == http::error::end_of_stream || rec == net::error::eof || rec == beast::error::timeout)
+            co_return ReadResult::closed;
+        if (rec) {
+            ApiError refusal{400, "malformed request body framing: " + rec.message() + ".", "invalid_request_error", "",
+                             "bad_request"};
+            co_return co_await refuseRequest(refusal);
+        }
+    }
+    co_return ReadResult::request;
+}
+
+awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError& error) {
+    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    response.set(http::field::content_type, "application/json");
+    response.set(http::field::connection, "close");
+    response.body() = error.body();
+    response.prepare_payload();
+    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
+    co_await http::async_write(stream_, response, use_nothrow);
+    // The unread rest of the request is discarded with the connection: the
+    // client learns the verdict instead of a reset while it still sends.
+    error_code ec;
+    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    co_return ReadResult::closed;
+}
+
+awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
+    response.prepare_payload();
+    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
+    auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
+    co_return !ec;
+}
+
+awaitable<bool> ClientSession::writeError(const ApiError& error, const std::string& request_id, bool keep_alive) {
+    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    response.set(http::field::content_type, "application/json");
+    response.set("X-Request-ID", request_id);
+    response.keep_alive(keep_alive);
+    response.body() = error.body();
+    co_return co_await writeResponse(response) && keep_alive;
+}
+
+awaitable<bool> ClientSession::handle(ClientRequest& request, std::string request_id) {
+    Server& server = worker_.server();
+    bool keep_alive = request.keep_alive() && !worker_.stopping();
+    std::string_view target = request.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    bool is_get = request.method() == http::verb::get;
+
+    if (path == "/v1/chat/completions" || path == "/v1/completions") {
+        if (request.method() != http::verb::post) {
+            ApiError error{405, "use POST for " + std::string(path) + ".", "invalid_request_error", "",
+                           "method_not_allowed"};
+            co_return co_await writeError(error, request_id, keep_alive);
+        }
+        Relay relay(*this, request, std::move(request_id), keep_alive);
+        co_return co_await relay.run();
+    }
+
+    http::response<http::string_body> response{http::status::ok, 11};
+    response.set(http::field::content_type, "application/json");
+    response.set("X-Request-ID", request_id);
+    response.keep_alive(keep_alive);
+    if (is_get && path == "/health") {
+        auto [status, body] = healthBody(server.backends());
+        response.result(status);
+        response.body() = std::move(body);
+    } else if (is_get && path == "/v1/models") {
+        response.body() = modelsBody(server.config().model, server.backends().publicWindow());
+    } else if (path == "/health" || path == "/v1/models") {
+        ApiError error{405, "use GET for " + std::string(path) + ".", "invalid_request_error", "",
+                                       "method_not_allowed"};
+        co_return co_await writeError(error, request_id, keep_alive);
+    } else {
+        ApiError error{404, "no route for " + std::string(request.method_string()) + " " +
+                                                std::string(path) + "; dpgate serves /v1/chat/completions, "
+                                                "/v1/completions, /v1/models and /health.",
+                                       "invalid_request_error", "", "not_found"};
+        co_return co_await writeError(error, request_id, keep_alive);
+    }
+    co_return co_await writeResponse(response) && keep_alive;
+}
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,62 @@
+// One client connection: read a request (framing checks, header deadline,
+// body limit), answer it locally or relay it upstream, repeat while
+// keep-alive. Runs as a coroutine on its worker's single thread.
+#pragma once
+//
+// GCC 12 destroys class-type temporaries inside a co_await expression twice
+// (a compiler bug, seen here as ASan's "free on address which was not
+// malloc()-ed"). Every coroutine in gateway/ names such values first:
+// `ApiError error{...}; co_await writeError(error, ...)`, never
+// `co_await writeError({...}, ...)`.
+
+#include "gateway/api_error.hpp"
+#include "gateway/net.hpp"
+
+#include <memory>
+#include <optional>
+#include <string>
+
+namespace dpgate::gateway {
+
+class Worker;
+
+using ClientRequest = http::request<http::string_body>;
+
+class ClientSession : public std::enable_shared_from_this<ClientSession> {
+public:
+    ClientSession(Worker& worker, tcp::socket socket);
+    ~ClientSession();
+
+    static void start(std::shared_ptr<ClientSession> session);
+
+    // Called by the worker on shutdown: closes the connection if it is
+    // waiting for a request; a request in progress finishes first.
+    void closeIfIdle();
+    void close();
+
+    Worker& worker() { return worker_; }
+    beast::tcp_stream& stream() { return stream_; }
+    beast::flat_buffer& buffer() { return buffer_; }
+    const std::string& peerAddress() const { return peer_address_; }
+
+    // Writes a complete small response; returns false when the write failed.
+    awaitable<bool> writeResponse(http::response<http::string_body>& response);
+    awaitable<bool> writeError(const ApiError& error, const std::string& request_id, bool keep_alive);
+
+private:
+    enum class ReadResult { request, closed };
+
+    awaitable<void> run();
+    awaitable<ReadResult> readRequest(std::optional<http::request_parser<http::string_body>>& parser);
+    // Refuses a request the gateway did not fully read: the connection closes after.
+    awaitable<ReadResult> refuseRequest(const ApiError& error);
+    awaitable<bool> handle(ClientRequest& request, std::string request_id);
+
+    Worker& worker_;
+    beast::tcp_stream stream_;
+    beast::flat_buffer buffer_;
+    std::string peer_address_;
+    bool idle_ = true;
+};
+
+}  // namespace dpgate::gateway

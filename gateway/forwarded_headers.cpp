@@ -1,0 +1,46 @@
+#include "gateway/forwarded_headers.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <array>
+#include <vector>
+
+namespace dpgate::gateway {
+
+bool isHopByHop(std::string_view name) {
+    static constexpr std::array<std::string_view, 9> kHopByHop = {
+        "connection", "keep-alive", "proxy-connection", "te", "trailer",
+        "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"};
+    for (std::string_view h : kHopByHop)
+        if (beast::iequals(name, h)) return true;
+    return false;
+}
+
+void copyEndToEndFields(const http::fields& from, http::fields& to,
+                        std::initializer_list<std::string_view> also_drop) {
+    // Field names listed in Connection are hop-by-hop for this message only.
+    std::vector<std::string_view> named;
+    auto [first, last] = from.equal_range(http::field::connection);
+    for (auto it = first; it != last; ++it) {
+        std::string_view v = it->value();
+        while (!v.empty()) {
+            size_t comma = v.find(',');
+            std::string_view token = v.substr(0, comma);
+            while (!token.empty() && (token.front() == ' ' || token.front() == '\t')) token.remove_prefix(1);
+            while (!token.empty() && (token.back() == ' ' || token.back() == '\t')) token.remove_suffix(1);
+            if (!token.empty()) named.push_back(token);
+            if (comma == std::string_view::npos) break;
+            v.remove_prefix(comma + 1);
+        }
+    }
+    for (const auto& field : from) {
+        std::string_view name = field.name_string();
+        if (isHopByHop(name)) continue;
+        bool drop = false;
+        for (std::string_view n : named) drop = drop || beast::iequals(name, n);
+        for (std::string_view n : also_drop) drop = drop || beast::iequals(name, n);
+        if (!drop) to.insert(name, field.value());
+    }
+}
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,34 @@
+// Active probes: every health.interval_ms each backend gets GET /health and
+// GET /v1/models on a fresh connection (a probe must prove a new client can
+// connect, not that an old socket still works). Results go to the registry.
+#pragma once
+
+#include "gateway/backend_registry.hpp"
+#include "gateway/net.hpp"
+
+#include <memory>
+
+namespace dpgate::gateway {
+
+class HealthChecker {
+public:
+    HealthChecker(net::io_context& io, const conf::Config& config, BackendRegistry& registry);
+
+    void start();
+    void stop();  // on the io_context's thread
+
+    // One probe of one backend, also used by the admin flip's identity check.
+    static awaitable<ProbeResult> probe(const conf::BackendConfig& backend, const std::string& model_id,
+                                        uint64_t timeout_ms);
+
+private:
+    awaitable<void> loop(size_t index);
+
+    net::io_context& io_;
+    const conf::Config& config_;
+    BackendRegistry& registry_;
+    std::vector<std::unique_ptr<net::steady_timer>> timers_;
+    bool stopped_ = false;
+};
+
+}  // namespace dpgate::gateway

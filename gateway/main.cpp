@@ -1,0 +1,94 @@
+// dpgate: the gateway process and its operator subcommands.
+#include "admission/tokens_cli.hpp"
+#include "conf/config.hpp"
+#include "gateway/log.hpp"
+#include "gateway/server.hpp"
+
+#include <cstring>
+#include <iostream>
+#include <string>
+
+#ifndef DPGATE_VERSION
+#define DPGATE_VERSION "0.0.0"
+#endif
+
+namespace {
+
+constexpr const char* kUsage = R"(dpgate — one OpenAI-compatible endpoint in front of DeepSeek DP-rank backends
+
+usage:
+  dpgate serve --config FILE      run the gateway (SIGTERM/SIGINT drain and exit 0)
+  dpgate check --config FILE      validate a config file and print its summary
+  dpgate tokens --tokenizer PATH [--template deepseek-v3] [--jsonl]
+                                  exact token counts of stdin (text, or chat bodies per line)
+  dpgate --version                print the version
+  dpgate --help                   this text
+
+See conf/examples/dpgate.yaml for every configuration key and its default.
+)";
+
+int usageError(const std::string& message) {
+    std::cerr << "dpgate: " << message << "\n\n" << kUsage;
+    return 2;
+}
+
+// `--config FILE` from argv[first..]; empty when absent.
+std::string configArgument(int argc, char** argv, int first, std::string& error) {
+    std::string path;
+    for (int i = first; i < argc; ++i) {
+        std::string arg = argv[i];
+        if (arg == "--config" && i + 1 < argc) {
+            path = argv[++i];
+        } else if (arg.rfind("--config=", 0) == 0) {
+            path = arg.substr(9);
+        } else {
+            error = "unknown argument '" + arg + "'";
+            return {};
+        }
+    }
+    if (path.empty() && error.empty()) error = "--config FILE is required";
+    return path;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+    using namespace dpgate;
+    if (argc < 2) return usageError("missing command");
+    std::string command = argv[1];
+    if (command == "--help" || command == "-h" || command == "help") {
+        std::cout << kUsage;
+        return 0;
+    }
+    if (command == "--version" || command == "version") {
+        std::cout << "dpgate " << DPGATE_VERSION << "\n";
+        return 0;
+    }
+    if (command == "tokens") return admission::runTokensCli(argc - 2, argv + 2);
+    if (command == "serve" || command == "check") {
+        std::string error;
+        std::string path = configArgument(argc, argv, 2, error);
+        if (!error.empty()) return usageError(error);
+        conf::Config config;
+        try {
+            config = conf::loadConfigFile(path);
+        } catch (const conf::ConfigError& e) {
+            std::cerr << e.what() << "\n";
+            return 1;
+        }
+        if (command == "check") {
+            std::cout << "conf: " << path << ": ok (" << config.backends.size() << " backends, window "
+                      << config.model.window_tokens << ")\n";
+            return 0;
+        }
+        gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
+        try {
+            gateway::Server server(std::move(config));
+            return server.run();
+        } catch (const std::exception& e) {
+            std::cerr << "dpgate: " << e.what() << "\n";
+            return 1;
+        }
+    }
+    return usageError("unknown command '" + command + "'");
+}

@@ -1,0 +1,35 @@
+// Aliases shared by every gateway file that waits on the network.
+#pragma once
+
+#include <boost/asio/as_tuple.hpp>
+#include <boost/asio/awaitable.hpp>
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/io_context.hpp>
+#include <boost/asio/ip/tcp.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/use_awaitable.hpp>
+#include <boost/beast/core/flat_buffer.hpp>
+#include <boost/beast/core/tcp_stream.hpp>
+#include <boost/beast/http.hpp>
+
+#include <chrono>
+
+namespace dpgate::gateway {
+
+namespace net = boost::asio;
+namespace beast = boost::beast;
+namespace http = boost::beast::http;
+using tcp = boost::asio::ip::tcp;
+using boost::system::error_code;
+template <class T>
+using awaitable = boost::asio::awaitable<T>;
+
+// Completion token for coroutines that handle errors as values: untrusted
+// peers fail all the time, and an exception per failure is both slow and easy
+// to let escape.
+inline constexpr auto use_nothrow = net::as_tuple(net::use_awaitable);
+
+inline std::chrono::milliseconds ms(uint64_t v) { return std::chrono::milliseconds(v); }
+
+}  // namespace dpgate::gateway

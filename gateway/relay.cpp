@@ -1,0 +1,246 @@
+#include "gateway/relay.hpp"
+
+#include "gateway/forwarded_headers.hpp"
+#include "gateway/log.hpp"
+#include "gateway/server.hpp"
+#include "gateway/worker.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <sys/socket.h>
+
+namespace dpgate::gateway {
+
+// Watches the client socket while the response is prepared and relayed: a
+// client that hangs up (EOF or reset) closes the upstream connection at once,
+// even during a prefill that has not produced a byte yet.
+struct Relay::ClientWatch {
+    bool active = true;
+    bool client_gone = false;
+    UpstreamConnection* upstream = nullptr;
+};
+
+namespace {
+
+bool isConnectionDrop(const error_code& ec) {
+    return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
+           ec == net::error::broken_pipe || ec == net::error::connection_aborted;
+}
+
+std::string sseErrorEvent(const std::string& message) {
+    ApiError error{502, message, "upstream_error", "", "stream_interrupted"};
+    std::string body = error.body();
+    body.pop_back();  // the trailing newline: the event supplies its own framing
+    return "data: " + body + "\n\n";
+}
+
+}  // namespace
+
+Relay::Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive)
+    : session_(session),
+      request_(request),
+      request_id_(std::move(request_id)),
+      keep_alive_(keep_alive),
+      watch_(std::make_shared<ClientWatch>()) {}
+
+http::request<http::string_body> Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
+    const conf::BackendConfig& config = session_.worker().server().backends().config(backend);
+    http::request<http::string_body> upstream{request_.method(), request_.target(), 11};
+    if (request_.method() == http::verb::unknown) upstream.method_string(request_.method_string());
+    // The client's credentials stay at the gateway; the rank is dpgate's to set.
+    copyEndToEndFields(request_.base(), upstream.base(),
+                       {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
+                        "content-length", "expect"});
+    upstream.set(http::field::host, config.host + ":" + std::to_string(config.port));
+    std::string forwarded_for(request_[beast::string_view("X-Forwarded-For")]);
+    upstream.set("X-Forwarded-For", forwarded_for.empty() ? session_.peerAddress()
+                                                          : forwarded_for + ", " + session_.peerAddress());
+    upstream.set("X-Request-ID", request_id_);
+    upstream.set("X-data-parallel-rank", std::to_string(rank));
+    if (!config.credential_env.empty())
+        if (const char* token = std::getenv(config.credential_env.c_str()))
+            upstream.set(http::field::authorization, std::string("Bearer ") + token);
+    upstream.keep_alive(true);
+    upstream.body() = std::move(request_.body());
+    upstream.prepare_payload();
+    return upstream;
+}
+
+awaitable<void> Relay::watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch) {
+    // Owns what it touches: it may complete after the Relay is gone.
+    auto& socket = session->stream().socket();
+    auto [ec] = co_await socket.async_wait(tcp::socket::wait_read, use_nothrow);
+    if (!watch->active || ec) co_return;
+    char byte;
+    ssize_t n = ::recv(socket.native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    bool gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK);
+    if (!gone) co_return;  // a pipelined request: it waits in the socket for its turn
+    watch->client_gone = true;
+    if (watch->upstream) watch->upstream->stream.close();
+}
+
+awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
+                                          http::request<http::string_body>& upstream_request,
+                                          http::response_parser<http::buffer_body>& parser, error_code& error) {
+    const conf::LimitsConfig& limits = session_.worker().server().config().limits;
+    connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
+    auto [wec, wn] = co_await http::async_write(connection.stream, upstream_request, use_nothrow);
+    if (wec) {
+        error = wec;
+        co_return connection.reused && isConnectionDrop(wec) ? Attempt::retry_fresh : Attempt::failed;
+    }
+    connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
+    auto [rec, rn] = co_await http::async_read_header(connection.stream, connection.buffer, parser, use_nothrow);
+    if (rec) {
+        error = rec;
+        // A pooled connection the backend closed while it sat idle fails
+        // before any byte of an answer: the request never ran, send it again.
+        co_return connection.reused && !parser.got_some() && isConnectionDrop(rec) ? Attempt::retry_fresh
+                                                                                   : Attempt::failed;
+    }
+    co_return Attempt::ok;
+}
+
+awaitable<bool> Relay::run() {
+    Worker& worker = session_.worker();
+    Server& server = worker.server();
+    const conf::LimitsConfig& limits = server.config().limits;
+
+    std::optional<size_t> backend = server.backends().chooseBackend();
+    if (!backend) {
+        ApiError error{503, "no backend is available: every backend is down or drained.", "upstream_error", "",
+                       "backend_unavailable"};
+        co_return co_await session_.writeError(error, request_id_, keep_alive_);
+    }
+    const uint32_t rank = 0;
+    const std::string& backend_name = server.backends().config(*backend).name;
+    http::request<http::string_body> upstream_request = buildUpstreamRequest(*backend, rank);
+
+    net::co_spawn(worker.io(), watchClient(session_.shared_from_this(), watch_), net::detached);
+    struct StopWatch {
+        Relay& relay;
+        ~StopWatch() {
+            relay.watch_->active = false;
+            relay.watch_->upstream = nullptr;
+            error_code ec;
+            relay.session_.stream().socket().cancel(ec);
+        }
+    } stop_watch{*this};
+
+    UpstreamPool& pool = worker.pool(*backend);
+    auto [cec, connection] = co_await pool.acquire();
+    error_code error = cec;
+    std::optional<http::response_parser<http::buffer_body>> parser;
+    for (int attempt = 0; connection && attempt < 2; ++attempt) {
+        watch_->upstream = connection.get();
+        parser.emplace();
+        parser->body_limit(boost::none);  // a response is streamed, never held
+        Attempt outcome = co_await exchange(*connection, upstream_request, *parser, error);
+        if (outcome == Attempt::ok) break;
+        watch_->upstream = nullptr;
+        connection.reset();
+        if (outcome == Attempt::retry_fresh && !watch_->client_gone) {
+            auto [fec, fresh] = co_await pool.connect();
+            error = fec;
+            connection = std::move(fresh);
+        }
+    }
+    if (watch_->client_gone) co_return false;
+    if (!connection) {
+        bool timed_out = error == beast::error::timeout;
+        ApiError failure{timed_out ? 504u : 502u,
+                         timed_out ? "backend '" + backend_name + "' did not answer within " +
+                                         std::to_string(limits.upstream_first_byte_timeout_ms) + " ms."
+                                   : "backend '" + backend_name + "' failed: " + error.message() + ".",
+                         "upstream_error", "", timed_out ? "backend_timeout" : "backend_unreachable"};
+        logLine(LogLevel::warn, "request " + request_id_ + ": " + failure.message);
+        co_return co_await session_.writeError(failure, request_id_, keep_alive_);
+    }
+    co_return co_await relayResponse(std::move(connection), *parser, *backend, rank);
+}
+
+awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connection,
+                                     http::response_parser<http::buffer_body>& parser, size_t backend,
+                                     uint32_t rank) {
+    Worker& worker = session_.worker();
+    const conf::LimitsConfig& limits = worker.server().config().limits;
+    const std::string& backend_name = worker.server().backends().config(backend).name;
+    auto& upstream = parser.get();
+    beast::tcp_stream& client = session_.stream();
+
+    http::response<http::buffer_body> response{upstream.result(), 11};
+    copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
+    response.set("X-Request-ID", request_id_);
+    response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(rank));
+    const bool event_stream =
+        beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
+    const bool no_body = upstream.result_int() == 204 || upstream.result_int() == 304;
+    if (!no_body) {
+        if (!upstream.chunked() && parser.content_length())
+            response.content_length(*parser.content_length());
+        else if (parser.is_done())
+            response.content_length(0);
+        else
+            response.chunked(true);
+    }
+    response.keep_alive(keep_alive_);
+    response.body().data = nullptr;
+    response.body().more = !parser.is_done();
+    http::response_serializer<http::buffer_body> serializer{response};
+
+    client.expires_after(ms(limits.client_write_timeout_ms));
+    auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
+    if (hec) co_return false;  // the client left; `connection` closes with the upstream request
+
+    std::vector<char> chunk(limits.relay_buffer_bytes);
+    while (!parser.is_done()) {
+        upstream.body().data = chunk.data();
+        upstream.body().size = chunk.size();
+        connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
+        auto [rec, rn] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
+        if (rec == http::error::need_buffer) rec = {};
+        size_t got = chunk.size() - upstream.body().size;
+        if (rec) {
+            if (watch_->client_gone) co_return false;
+            std::string why = rec == beast::error::timeout
+                                  ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
+                                  : rec.message();
+            logLine(LogLevel::warn, "request " + request_id_ + ": upstream " + backend_name + " broke mid-response: " + why);
+            if (event_stream && response.chunked()) {
+                // The client must see a failure, not a stream that merely ends.
+                std::string event = sseErrorEvent("the upstream stream from backend '" + backend_name +
+                                                  "' broke before it completed: " + why + ".");
+                response.body().data = event.data();
+                response.body().size = event.size();
+                response.body().more = true;
+                client.expires_after(ms(limits.client_write_timeout_ms));
+                co_await http::async_write(client, serializer, use_nothrow);
+            }
+            session_.close();
+            co_return false;
+        }
+        if (got == 0) continue;
+        response.body().data = chunk.data();
+        response.body().size = got;
+        response.body().more = true;
+        client.expires_after(ms(limits.client_write_timeout_ms));
+        auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
+        if (wec == http::error::need_buffer) wec = {};
+        if (wec) co_return false;  // the client left or stopped draining: drop the upstream too
+    }
+
+    response.body().data = nullptr;
+    response.body().size = 0;
+    response.body().more = false;
+    client.expires_after(ms(limits.client_write_timeout_ms));
+    auto [fec, fn] = co_await http::async_write(client, serializer, use_nothrow);
+    if (fec == http::error::need_buffer) fec = {};
+
+    if (parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {
+        watch_->upstream = nullptr;
+        worker.pool(backend).release(std::move(connection));
+    }
+    co_return !fec && keep_alive_;
+}
+
+}  // namespace dpgate::gateway

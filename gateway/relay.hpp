@@ -1,0 +1,44 @@
+// One proxied request: pick the backend, send the request upstream, relay the
+// response to the client as it arrives.
+//
+// Streaming responses go chunk by chunk: a piece read from upstream is
+// written to the client before the next piece is read, through one bounded
+// buffer, so a slow client slows the upstream read (backpressure) instead of
+// growing memory. A client that goes away closes the upstream connection,
+// which is how the backend learns to stop generating.
+#pragma once
+
+#include "gateway/client_session.hpp"
+#include "gateway/upstream_pool.hpp"
+
+#include <memory>
+#include <string>
+
+namespace dpgate::gateway {
+
+class Relay {
+public:
+    Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive);
+
+    // Returns whether the client connection may serve another request.
+    awaitable<bool> run();
+
+private:
+    struct ClientWatch;
+    enum class Attempt { ok, retry_fresh, failed };
+
+    http::request<http::string_body> buildUpstreamRequest(size_t backend, uint32_t rank);
+    awaitable<Attempt> exchange(UpstreamConnection& connection, http::request<http::string_body>& upstream_request,
+                                http::response_parser<http::buffer_body>& parser, error_code& error);
+    awaitable<bool> relayResponse(std::unique_ptr<UpstreamConnection> connection,
+                                  http::response_parser<http::buffer_body>& parser, size_t backend, uint32_t rank);
+    static awaitable<void> watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
+
+    ClientSession& session_;
+    ClientRequest& request_;
+    std::string request_id_;
+    bool keep_alive_;
+    std::shared_ptr<ClientWatch> watch_;
+};
+
+}  // namespace dpgate::gateway

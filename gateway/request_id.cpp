@@ -1,0 +1,21 @@
+#include "gateway/request_id.hpp"
+
+#include <algorithm>
+
+namespace dpgate::gateway {
+
+std::string requestIdFor(std::string_view client_value, std::mt19937_64& random) {
+    bool usable = !client_value.empty() && client_value.size() <= 128 &&
+                  std::all_of(client_value.begin(), client_value.end(),
+                              [](char c) { return c > 0x20 && c < 0x7f && c != '"' && c != '\\'; });
+    if (usable) return std::string(client_value);
+    static constexpr char kHex[] = "0123456789abcdef";
+    std::string id(32, '0');
+    for (int half = 0; half < 2; ++half) {
+        uint64_t bits = random();
+        for (int i = 0; i < 16; ++i) id[half * 16 + i] = kHex[(bits >> (i * 4)) & 0xf];
+    }
+    return id;
+}
+
+}  // namespace dpgate::gateway

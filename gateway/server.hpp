@@ -1,0 +1,51 @@
+// The dpgate process: worker threads, the backend registry and its health
+// probes, the admin listener, signals and graceful drain.
+#pragma once
+
+#include "conf/config.hpp"
+#include "gateway/backend_registry.hpp"
+#include "gateway/net.hpp"
+
+#include <atomic>
+#include <memory>
+#include <vector>
+
+namespace dpgate::gateway {
+
+class Worker;
+class HealthChecker;
+class AdminListener;
+
+class Server {
+public:
+    explicit Server(conf::Config config);
+    ~Server();
+
+    // Binds, serves until SIGTERM/SIGINT and the drain that follows. Returns
+    // the process exit code.
+    int run();
+
+    const conf::Config& config() const { return config_; }
+    BackendRegistry& backends() { return backends_; }
+
+    std::atomic<int64_t>& openConnections() { return open_connections_; }
+    std::atomic<int64_t>& requestsInFlight() { return requests_in_flight_; }
+
+private:
+    void beginShutdown();
+    void pollDrain(std::chrono::steady_clock::time_point deadline);
+
+    conf::Config config_;
+    BackendRegistry backends_;
+    // Counters outlive the workers: sessions destroyed with a worker's
+    // io_context still decrement them.
+    std::atomic<int64_t> open_connections_{0};
+    std::atomic<int64_t> requests_in_flight_{0};
+    std::vector<std::unique_ptr<Worker>> workers_;
+    std::unique_ptr<HealthChecker> health_;
+    std::unique_ptr<AdminListener> admin_;
+    std::unique_ptr<net::steady_timer> drain_timer_;
+    bool shutting_down_ = false;
+};
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,75 @@
+#include "gateway/upstream_pool.hpp"
+
+#include <boost/asio/connect.hpp>
+
+#include <sys/socket.h>
+
+namespace dpgate::gateway {
+
+UpstreamPool::UpstreamPool(net::io_context& io, const conf::BackendConfig& backend, size_t max_idle,
+                           uint64_t connect_timeout_ms, uint64_t idle_timeout_ms)
+    : io_(io),
+      backend_(backend),
+      max_idle_(max_idle),
+      connect_timeout_ms_(connect_timeout_ms),
+      idle_timeout_(idle_timeout_ms) {}
+
+bool UpstreamPool::peerStillOpen(UpstreamConnection& connection) {
+    // An idle keep-alive connection has nothing to read; readable means the
+    // peer closed it (EOF) or sent garbage. Either way it must not be reused.
+    char byte;
+    ssize_t n = ::recv(connection.stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
+}
+
+awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire() {
+    auto now = std::chrono::steady_clock::now();
+    while (!idle_.empty()) {
+        std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
+        idle_.pop_back();
+        // Servers close idle keep-alive connections on their own clock
+        // (uvicorn, which vLLM runs on, after 5 s); retire ours first.
+        if (now - c->idle_since < idle_timeout_ && peerStillOpen(*c)) {
+            c->reused = true;
+            co_return std::pair{error_code{}, std::move(c)};
+        }
+    }
+    co_return co_await connect();
+}
+
+awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::connect() {
+    if (endpoints_.empty()) {
+        error_code ec;
+        auto address = net::ip::make_address(backend_.host, ec);
+        if (!ec) {
+            endpoints_.emplace_back(address, backend_.port);
+        } else {
+            tcp::resolver resolver(io_);
+            const std::string service = std::to_string(backend_.port);
+            auto [rec, results] = co_await resolver.async_resolve(backend_.host, service, use_nothrow);
+            if (rec) co_return std::pair{rec, nullptr};
+            for (const auto& r : results) endpoints_.push_back(r.endpoint());
+        }
+    }
+    auto c = std::make_unique<UpstreamConnection>(io_);
+    c->stream.expires_after(ms(connect_timeout_ms_));
+    auto [ec, endpoint] = co_await c->stream.async_connect(endpoints_, use_nothrow);
+    if (ec) {
+        endpoints_.clear();  // re-resolve next time: the name may have moved
+        co_return std::pair{ec, nullptr};
+    }
+    c->stream.socket().set_option(tcp::no_delay(true), ec);
+    co_return std::pair{error_code{}, std::move(c)};
+}
+
+void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
+    if (max_idle_ == 0) return;
+    while (idle_.size() >= max_idle_) idle_.pop_front();
+    connection->stream.expires_never();
+    connection->idle_since = std::chrono::steady_clock::now();
+    idle_.push_back(std::move(connection));
+}
+
+void UpstreamPool::closeIdle() { idle_.clear(); }
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,52 @@
+// Keep-alive connections from one worker thread to one backend. Each worker
+// owns its pools, so a connection, its timers and the client session using
+// it always run on the same thread.
+#pragma once
+
+#include "conf/config.hpp"
+#include "gateway/net.hpp"
+
+#include <deque>
+#include <memory>
+
+namespace dpgate::gateway {
+
+struct UpstreamConnection {
+    beast::tcp_stream stream;
+    beast::flat_buffer buffer;  // bytes read past the last response; must be empty to reuse
+    std::chrono::steady_clock::time_point idle_since{};
+    bool reused = false;  // came from the idle list: may have been closed by the peer meanwhile
+    explicit UpstreamConnection(net::io_context& io) : stream(io) {}
+};
+
+class UpstreamPool {
+public:
+    UpstreamPool(net::io_context& io, const conf::BackendConfig& backend, size_t max_idle,
+                 uint64_t connect_timeout_ms, uint64_t idle_timeout_ms);
+
+    // An idle connection when one is alive, else a new one (connect timeout
+    // from config). The error is the connect error.
+    awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> acquire();
+    // A brand-new connection, never from the idle list (the retry after a
+    // reused connection turned out to be dead).
+    awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> connect();
+
+    // Only for a connection whose last exchange completed and allows keep-alive.
+    void release(std::unique_ptr<UpstreamConnection> connection);
+
+    void closeIdle();
+    size_t idleCount() const { return idle_.size(); }
+
+private:
+    static bool peerStillOpen(UpstreamConnection& connection);
+
+    net::io_context& io_;
+    const conf::BackendConfig backend_;
+    const size_t max_idle_;
+    const uint64_t connect_timeout_ms_;
+    const std::chrono::milliseconds idle_timeout_;
+    std::vector<tcp::endpoint> endpoints_;  // resolved once, on first use
+    std::deque<std::unique_ptr<UpstreamConnection>> idle_;  // most recently used at the back
+};
+
+}  // namespace dpgate::gateway

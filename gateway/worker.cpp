@@ -1,0 +1,77 @@
+#include "gateway/worker.hpp"
+
+#include "gateway/client_session.hpp"
+#include "gateway/log.hpp"
+#include "gateway/server.hpp"
+
+#include <boost/asio/post.hpp>
+
+#include <sys/socket.h>
+
+namespace dpgate::gateway {
+
+Worker::Worker(Server& server, size_t index)
+    : server_(server), index_(index), random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
+    const conf::Config& config = server.config();
+    size_t threads = std::max<size_t>(1, config.threads);
+    size_t idle_per_worker = std::max<size_t>(1, config.limits.upstream_max_idle_connections / threads);
+    for (const auto& backend : config.backends)
+        pools_.push_back(std::make_unique<UpstreamPool>(io_, backend, idle_per_worker,
+                                                        config.limits.upstream_connect_timeout_ms,
+                                                        config.limits.upstream_idle_timeout_ms));
+}
+
+uint16_t Worker::listen(const tcp::endpoint& endpoint) {
+    acceptor_.open(endpoint.protocol());
+    acceptor_.set_option(net::socket_base::reuse_address(true));
+    int one = 1;
+    ::setsockopt(acceptor_.native_handle(), SOL_SOCKET, SO_REUSEPORT, &one, sizeof one);
+    acceptor_.bind(endpoint);
+    acceptor_.listen(net::socket_base::max_listen_connections);
+    return acceptor_.local_endpoint().port();
+}
+
+void Worker::start() {
+    net::co_spawn(io_, acceptLoop(), net::detached);
+    thread_ = std::thread([this] { io_.run(); });
+}
+
+void Worker::join() {
+    if (thread_.joinable()) thread_.join();
+}
+
+awaitable<void> Worker::acceptLoop() {
+    while (acceptor_.is_open()) {
+        auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
+        if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
+        if (ec) {
+            // EMFILE and friends: back off instead of spinning on the error.
+            logLine(LogLevel::warn, "accept failed: " + ec.message());
+            net::steady_timer pause(io_, std::chrono::milliseconds(50));
+            co_await pause.async_wait(use_nothrow);
+            continue;
+        }
+        if (stopping_) continue;
+        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket)));
+    }
+}
+
+void Worker::beginShutdown() {
+    net::post(io_, [this] {
+        stopping_ = true;
+        error_code ec;
+        acceptor_.close(ec);
+        for (ClientSession* session : std::vector<ClientSession*>(sessions_.begin(), sessions_.end()))
+            session->closeIfIdle();
+        for (auto& pool : pools_) pool->closeIdle();
+    });
+}
+
+void Worker::closeAll() {
+    net::post(io_, [this] {
+        for (ClientSession* session : std::vector<ClientSession*>(sessions_.begin(), sessions_.end()))
+            session->close();
+    });
+}
+
+}  // namespace dpgate::gateway

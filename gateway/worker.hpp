@@ -1,0 +1,63 @@
+// One thread, one io_context: its own acceptor on the shared port
+// (SO_REUSEPORT lets the kernel spread connections), its own upstream pools,
+// and the client sessions it accepted. Nothing here is touched from another
+// thread except through post().
+#pragma once
+
+#include "gateway/net.hpp"
+#include "gateway/upstream_pool.hpp"
+
+#include <memory>
+#include <random>
+#include <thread>
+#include <unordered_set>
+#include <vector>
+
+namespace dpgate::gateway {
+
+class Server;
+class ClientSession;
+
+class Worker {
+public:
+    Worker(Server& server, size_t index);
+
+    net::io_context& io() { return io_; }
+    Server& server() { return server_; }
+    size_t index() const { return index_; }
+    UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
+    std::mt19937_64& random() { return random_; }
+    bool stopping() const { return stopping_; }
+
+    // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.
+    uint16_t listen(const tcp::endpoint& endpoint);
+    void start();  // runs io_ on a new thread
+    void join();
+
+    // From any thread: stop accepting, close idle client connections, let
+    // requests in flight finish; they close their connection when done.
+    void beginShutdown();
+    // From any thread: close every client connection now (drain deadline).
+    void closeAll();
+    void stop() { io_.stop(); }
+
+    void attach(ClientSession* session) { sessions_.insert(session); }
+    void detach(ClientSession* session) { sessions_.erase(session); }
+
+private:
+    awaitable<void> acceptLoop();
+
+    Server& server_;
+    const size_t index_;
+    // Declared before io_: destroying io_ destroys the sessions' coroutine
+    // frames, and each session detaches itself from this set.
+    std::unordered_set<ClientSession*> sessions_;
+    net::io_context io_{1};
+    tcp::acceptor acceptor_{io_};
+    std::vector<std::unique_ptr<UpstreamPool>> pools_;
+    std::mt19937_64 random_;
+    bool stopping_ = false;
+    std::thread thread_;
+};
+
+}  // namespace dpgate::gateway

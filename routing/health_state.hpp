@@ -1,0 +1,42 @@
+// Up/down hysteresis of one backend from its active probes: `fall`
+// consecutive failures take it down, `rise` consecutive successes bring it
+// back. Pure: the caller feeds probe outcomes; no clock, no socket.
+#pragma once
+
+#include <cstdint>
+
+namespace dpgate::routing {
+
+class HealthState {
+public:
+    enum class Status { unknown, up, down };
+
+    HealthState(uint32_t fall, uint32_t rise) : fall_(fall), rise_(rise) {}
+
+    // A backend nobody has probed yet takes its first verdict at once: a
+    // gateway that starts beside healthy backends serves after one probe, and
+    // one that starts beside a dead one refuses after one probe.
+    void probeSucceeded() {
+        failures_ = 0;
+        ++successes_;
+        if (status_ == Status::unknown || successes_ >= rise_) status_ = Status::up;
+    }
+
+    void probeFailed() {
+        successes_ = 0;
+        ++failures_;
+        if (status_ == Status::unknown || failures_ >= fall_) status_ = Status::down;
+    }
+
+    Status status() const { return status_; }
+    bool up() const { return status_ == Status::up; }
+
+private:
+    uint32_t fall_;
+    uint32_t rise_;
+    uint32_t successes_ = 0;
+    uint32_t failures_ = 0;
+    Status status_ = Status::unknown;
+};
+
+}  // namespace dpgate::routing

@@ -1,0 +1,417 @@
+// dpgate-bench-tokenizer: single-thread token counting speed on 4 MB each of
+// English prose, Chinese, source code and a mixed chat transcript, beside a
+// plain memory pass over the same bytes and HuggingFace tokenizers (npm, via
+// node) on the same text; the next turn of a 1M-token conversation; load
+// time and resident memory.
+//
+//   dpgate-bench-tokenizer [--tokenizer DIR] [--no-reference] [--only english|chinese|code|chat]
+#include <sys/resource.h>
+
+#include <algorithm>
+#include <array>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <vector>
+
+#include "admission/template/chat_encoder.hpp"
+#include "admission/tokenizer/token_counter.hpp"
+
+namespace {
+
+using namespace dpgate::admission;
+using Clock = std::chrono::steady_clock;
+
+double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+long statusKb(const char* field) {
+  std::ifstream in("/proc/self/status");
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.rfind(field, 0) == 0) return std::atol(line.c_str() + std::string(field).size());
+  }
+  return -1;
+}
+
+// --- deterministic text ------------------------------------------------------
+struct Rng {
+  std::uint64_t s;
+  std::uint64_t next() {
+    s ^= s << 13;
+    s ^= s >> 7;
+    s ^= s << 17;
+    return s;
+  }
+  std::size_t below(std::size_t n) { return static_cast<std::size_t>(next() % n); }
+  // Zipf-like rank in [0, n): small ranks much more frequent, like words.
+  std::size_t zipf(std::size_t n) {
+    const double u = static_cast<double>(next() >> 11) / 9007199254740992.0;
+    return std::min(n - 1, static_cast<std::size_t>(std::pow(static_cast<double>(n), u)) - 1);
+  }
+};
+
+void appendUtf8(std::string& out, std::uint32_t cp) {
+  if (cp < 0x80) {
+    out += static_cast<char>(cp);
+  } else if (cp < 0x800) {
+    out += static_cast<char>(0xc0 | (cp >> 6));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else if (cp < 0x10000) {
+    out += static_cast<char>(0xe0 | (cp >> 12));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  } else {
+    out += static_cast<char>(0xf0 | (cp >> 18));
+    out += static_cast<char>(0x80 | ((cp >> 12) & 0x3f));
+    out += static_cast<char>(0x80 | ((cp >> 6) & 0x3f));
+    out += static_cast<char>(0x80 | (cp & 0x3f));
+  }
+}
+
+std::vector<std::string> makeLexicon(Rng& rng, std::size_t n) {
+  static const char* kCommon[] = {"the", "of", "and", "to", "in", "a", "is", "that", "for", "it", "as", "was", "with", "be", "by",
+                                  "on", "not", "he", "this", "are", "or", "his", "from", "at", "which", "but", "have", "an", "had",
+                                  "they", "you", "were", "their", "one", "all", "we", "can", "her", "has", "there", "been", "if",
+                                  "more", "when", "will", "would", "who", "so", "no", "system", "model", "request", "token"};
+  static const char* kSyllables[] = {"ba", "ce", "di", "fo", "gu", "ha", "je", "ki", "lo", "mu", "na", "pe", "qui", "ro", "su",
+                                     "ta", "ve", "wi", "xo", "yu", "za", "tion", "ment", "er", "ing", "ed", "ly", "al", "con", "pro",
+                                     "str", "th", "ough", "ight", "ous", "ble", "an", "en", "in", "on", "un"};
+  std::vector<std::string> words(std::begin(kCommon), std::end(kCommon));
+  while (words.size() < n) {
+    std::string w;
+    const std::size_t syllables = 1 + rng.below(4);
+    for (std::size_t i = 0; i < syllables; ++i) w += kSyllables[rng.below(std::size(kSyllables))];
+    words.push_back(w);
+  }
+  return words;
+}
+
+std::string englishParagraph(Rng& rng, const std::vector<std::string>& lexicon) {
+  std::string out;
+  const std::size_t sentences = 3 + rng.below(6);
+  for (std::size_t s = 0; s < sentences; ++s) {
+    const std::size_t n = 5 + rng.below(20);
+    for (std::size_t i = 0; i < n; ++i) {
+      std::string w = lexicon[rng.zipf(lexicon.size())];
+      if (i == 0) w[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(w[0])));
+      out += w;
+      if (rng.below(40) == 0) {
+        out += ' ';
+        out += std::to_string(rng.below(100000));
+      }
+      if (i + 1 < n) out += rng.below(12) == 0 ? ", " : " ";
+    }
+    out += rng.below(10) == 0 ? "? " : ". ";
+  }
+  out.back() = '\n';
+  out += '\n';
+  return out;
+}
+
+std::string chineseParagraph(Rng& rng) {
+  static const std::uint32_t kPunct[] = {0xff0c, 0x3002, 0x3001, 0xff1a, 0x201c, 0x201d, 0xff1f};
+  std::string out;
+  const std::size_t sentences = 2 + rng.below(5);
+  for (std::size_t s = 0; s < sentences; ++s) {
+    const std::size_t n = 8 + rng.below(30);
+    for (std::size_t i = 0; i < n; ++i) {
+      if (rng.below(25) == 0) {
+        appendUtf8(out, kPunct[rng.below(std::size(kPunct))]);
+      } else if (rng.below(60) == 0) {
+        out += std::to_string(rng.below(3000));
+      } else if (rng.below(80) == 0) {
+        out += " GPU ";
+      } else {
+        appendUtf8(out, 0x4e00 + static_cast<std::uint32_t>(rng.zipf(3500)) * 5);
+      }
+    }
+    appendUtf8(out, 0x3002);
+  }
+  out += '\n';
+  return out;
+}
+
+std::string codeBlock(Rng& rng, const std::vector<std::string>& lexicon) {
+  auto ident = [&] {
+    std::string a = lexicon[rng.zipf(lexicon.size())];
+    if (rng.below(2) == 0) a += "_" + lexicon[rng.zipf(lexicon.size())];
+    return a;
+  };
+  std::string out;
+  if (rng.below(2) == 0) {
+    out += "static int " + ident() + "(const std::vector<int>& " + ident() + ", size_t n) {\n";
+    const std::size_t lines = 3 + rng.below(12);
+    for (std::size_t i = 0; i < lines; ++i) {
+      out += std::string(2 + 2 * rng.below(3), ' ');
+      switch (rng.below(4)) {
+        case 0: out += "for (size_t i = 0; i < n; ++i) " + ident() + " += " + ident() + "[i] * " + std::to_string(rng.below(1000)) + ";\n"; break;
+        case 1: out += "if (" + ident() + " != nullptr && " + ident() + "->size() > 0x" + std::to_string(rng.below(0xffff)) + ") {\n"; break;
+        case 2: out += "// " + ident() + ": keep " + ident() + " in sync\n"; break;
+        default: out += "auto " + ident() + " = std::make_unique<" + ident() + ">(\"" + ident() + "\");\n"; break;
+      }
+    }
+    out += "  return 0;\n}\n\n";
+  } else {
+    out += "def " + ident() + "(self, " + ident() + ", " + ident() + "=None):\n";
+    const std::size_t lines = 3 + rng.below(12);
+    for (std::size_t i = 0; i < lines; ++i) {
+      out += std::string(4 + 4 * rng.below(2), ' ');
+      switch (rng.below(4)) {
+        case 0: out += ident() + " = [x ** 2 for x in range(" + std::to_string(rng.below(100)) + ")]\n"; break;
+        case 1: out += "if not " + ident() + ":\n"; break;
+        case 2: out += "# " + ident() + " " + ident() + "\n"; break;
+        default: out += "return {\"" + ident() + "\": " + ident() + ", 'n': " + std::to_string(rng.below(9999)) + "}\n"; break;
+      }
+    }
+    out += "\n";
+  }
+  return out;
+}
+
+std::string chatTurn(Rng& rng, const std::vector<std::string>& lexicon) {
+  std::string out = rng.below(2) == 0 ? "User: " : "Assistant: ";
+  switch (rng.below(5)) {
+    case 0: out += chineseParagraph(rng); break;
+    case 1: out += "Here is the code:\n```\n" + codeBlock(rng, lexicon) + "```\n"; break;
+    case 2: out += "{\"tool\": \"search\", \"args\": {\"q\": \"" + lexicon[rng.zipf(lexicon.size())] + "\", \"limit\": 10}} \xf0\x9f\x98\x80\n"; break;
+    default: out += englishParagraph(rng, lexicon); break;
+  }
+  return out;
+}
+
+std::string trimToCharBoundary(std::string text, std::size_t bytes) {
+  if (text.size() <= bytes) return text;
+  while (bytes > 0 && (static_cast<unsigned char>(text[bytes]) & 0xc0) == 0x80) --bytes;
+  text.resize(bytes);
+  return text;
+}
+
+template <typename Make>
+std::string generate(std::size_t bytes, Make make) {
+  std::string out;
+  while (out.size() < bytes) out += make();
+  return trimToCharBoundary(std::move(out), bytes);
+}
+
+std::vector<std::string_view> chunk16k(std::string_view text) {
+  std::vector<std::string_view> out;
+  std::size_t start = 0;
+  while (start < text.size()) {
+    std::size_t end = std::min(start + 16384, text.size());
+    while (end < text.size() && (static_cast<unsigned char>(text[end]) & 0xc0) == 0x80) --end;
+    out.push_back(text.substr(start, end - start));
+    start = end;
+  }
+  return out;
+}
+
+// --- measurements ---------------------------------------------------------------
+volatile std::uint64_t sink = 0;
+
+double mbPerS(std::size_t bytes, double ms) { return static_cast<double>(bytes) / 1e6 / (ms / 1e3); }
+
+struct Measured {
+  double ms = 1e300;
+  std::uint64_t tokens = 0;
+};
+
+template <typename Fn>
+Measured bestOf(int runs, Fn fn) {
+  Measured best;
+  for (int i = 0; i < runs; ++i) {
+    const auto t0 = Clock::now();
+    const std::uint64_t tokens = fn();
+    const double ms = msSince(t0);
+    if (ms < best.ms) best = {ms, tokens};
+  }
+  return best;
+}
+
+// Counting without the segment cache, so repeated runs measure tokenization.
+TokenCounterLimits noSegmentCache() {
+  TokenCounterLimits limits;
+  limits.min_cached_segment_bytes = static_cast<std::size_t>(-1);
+  return limits;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::filesystem::path dir = std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
+  if (const char* env = std::getenv("DPGATE_TOKENIZER_DIR")) dir = env;
+  bool reference = true;
+  std::string only;  // one corpus, for profiling
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--tokenizer" && i + 1 < argc) dir = argv[++i];
+    else if (arg == "--no-reference") reference = false;
+    else if (arg == "--only" && i + 1 < argc) only = argv[++i];
+  }
+
+  // Load: first (cold-ish) and best of three; memory right after.
+  const long rss_before_kb = statusKb("VmRSS:");
+  auto t0 = Clock::now();
+  TokenizerLoad loaded = Tokenizer::load(dir);
+  const double first_load_ms = msSince(t0);
+  if (!loaded.tokenizer) {
+    std::fprintf(stderr, "load failed: %s\n", loaded.error.c_str());
+    return 1;
+  }
+  const long rss_after_load_kb = statusKb("VmRSS:");
+  const long peak_after_load_kb = statusKb("VmHWM:");
+  double best_load_ms = first_load_ms;
+  for (int i = 0; i < 2; ++i) {
+    t0 = Clock::now();
+    TokenizerLoad again = Tokenizer::load(dir);
+    best_load_ms = std::min(best_load_ms, msSince(t0));
+  }
+  const auto tokenizer = loaded.tokenizer;
+  std::printf("tokenizer load: first %.1f ms, best %.1f ms (target <= 300 ms)\n", first_load_ms, best_load_ms);
+  std::printf("resident memory: %.1f MB before load, %.1f MB after load, peak %.1f MB (target <= 64 MB)\n\n",
+              rss_before_kb / 1024.0, rss_after_load_kb / 1024.0, peak_after_load_kb / 1024.0);
+
+  constexpr std::size_t kBytes = 4u << 20;
+  Rng rng{0x9e3779b97f4a7c15ull};
+  const auto lexicon = makeLexicon(rng, 20000);
+  struct Corpus {
+    const char* name;
+    std::string text;
+  };
+  std::vector<Corpus> corpora;
+  corpora.push_back({"english", generate(kBytes, [&] { return englishParagraph(rng, lexicon); })});
+  corpora.push_back({"chinese", generate(kBytes, [&] { return chineseParagraph(rng); })});
+  corpora.push_back({"code", generate(kBytes, [&] { return codeBlock(rng, lexicon); })});
+  corpora.push_back({"chat", generate(kBytes, [&] { return chatTurn(rng, lexicon); })});
+
+  if (!only.empty()) {
+    std::erase_if(corpora, [&](const Corpus& c) { return c.name != only; });
+  }
+  const std::filesystem::path tmp = std::filesystem::temp_directory_path() / ("dpgate-bench-" + std::to_string(::getpid()));
+  std::filesystem::create_directories(tmp);
+  std::vector<std::string> files;
+  for (const Corpus& c : corpora) {
+    const auto path = tmp / (std::string(c.name) + ".txt");
+    std::ofstream(path, std::ios::binary) << c.text;
+    files.push_back(path.string());
+  }
+
+  struct Row {
+    const char* name;
+    std::size_t bytes;
+    double sum_mbs, chunk_mbs, whole_mbs;
+    std::uint64_t chunk_tokens, whole_tokens;
+  };
+  std::vector<Row> rows;
+  for (const Corpus& c : corpora) {
+    const Measured sum = bestOf(5, [&] {
+      std::uint64_t s = 0;
+      for (const char ch : c.text) s += static_cast<unsigned char>(ch);
+      sink = s;  // keeps the pass from being optimised away
+      return s;
+    });
+    const auto parts = chunk16k(c.text);
+    // Fresh counters each run: the word cache starts cold, as for a new process.
+    const Measured chunked = bestOf(3, [&] {
+      TokenCounter counter(tokenizer, noSegmentCache());
+      std::uint64_t total = 0;
+      for (const auto part : parts) total += counter.count(part).tokens;
+      return total;
+    });
+    const Measured whole = bestOf(3, [&] {
+      TokenCounter counter(tokenizer, noSegmentCache());
+      return counter.count(c.text).tokens;
+    });
+    rows.push_back({c.name, c.text.size(), mbPerS(c.text.size(), sum.ms), mbPerS(c.text.size(), chunked.ms),
+                    mbPerS(c.text.size(), whole.ms), chunked.tokens, whole.tokens});
+  }
+
+  std::printf("%-8s %9s %11s %12s %12s %8s\n", "corpus", "tokens", "sum MB/s", "16KB MB/s", "4MB MB/s", "vs sum");
+  for (const Row& r : rows) {
+    std::printf("%-8s %9llu %11.0f %12.1f %12.1f %7.1fx\n", r.name, static_cast<unsigned long long>(r.whole_tokens), r.sum_mbs,
+                r.chunk_mbs, r.whole_mbs, r.sum_mbs / r.whole_mbs);
+  }
+
+  if (reference) {
+    std::string cmd = "node " + (std::filesystem::path(DPGATE_SOURCE_DIR) / "tests/bench/tokenizer/reference_bench.mjs").string() + " " +
+                      (dir / "tokenizer.json").string();
+    for (const auto& f : files) cmd += " " + f;
+    std::printf("\nreference (HuggingFace tokenizers via node, same text):\n");
+    std::fflush(stdout);
+    FILE* pipe = ::popen(cmd.c_str(), "r");
+    char buf[4096];
+    std::size_t i = 0;
+    bool all_equal = true;
+    std::printf("%-8s %12s %12s %10s %10s %s\n", "corpus", "ref 16KB", "ref 4MB", "16KB x", "4MB x", "counts");
+    while (pipe != nullptr && std::fgets(buf, sizeof buf, pipe) != nullptr && i < rows.size()) {
+      const auto j = nlohmann::json::parse(buf);
+      const Row& r = rows[i++];
+      const double ref_chunk = mbPerS(r.bytes, j["chunkMs"].get<double>());
+      const double ref_whole = mbPerS(r.bytes, j["wholeMs"].get<double>());
+      const bool equal = j["chunkTokens"].get<std::uint64_t>() == r.chunk_tokens && j["wholeTokens"].get<std::uint64_t>() == r.whole_tokens;
+      all_equal = all_equal && equal;
+      std::printf("%-8s %9.2f MB/s %7.2f MB/s %9.1fx %9.1fx %s\n", r.name, ref_chunk, ref_whole, r.chunk_mbs / ref_chunk,
+                  r.whole_mbs / ref_whole, equal ? "identical" : "DIFFERENT");
+    }
+    if (pipe != nullptr) ::pclose(pipe);
+    if (i != rows.size()) std::printf("reference run incomplete (node missing?)\n");
+    std::printf("token counts %s the reference\n", all_equal && i == rows.size() ? "identical to" : "NOT identical to");
+  }
+  std::filesystem::remove_all(tmp);
+
+  // Next turn of a ~1M-token conversation: the previous turn was counted by
+  // the same counter, so only the new messages are tokenized.
+  std::string error;
+  const auto encoder = makeChatEncoder("deepseek-v3", error);
+  std::vector<std::string> texts;  // storage the request's views point into
+  texts.reserve(4096);
+  ChatRequest request;
+  auto add = [&](std::string_view role, std::string text) {
+    texts.push_back(std::move(text));
+    ChatMessage m;
+    m.role = role;
+    m.content_null = false;
+    m.text_parts.push_back(texts.back());
+    request.messages.push_back(std::move(m));
+  };
+  add("system", "You are a helpful assistant.");
+  TokenCounter counter(tokenizer);
+  std::uint64_t tokens = 0;
+  Rng conv{42};
+  while (tokens < 1000000) {
+    for (int i = 0; i < 16; ++i) {
+      add("user", generate(12000, [&] { return chatTurn(conv, lexicon); }));
+      add("assistant", generate(4000, [&] { return chatTurn(conv, lexicon); }));
+    }
+    TokenCounter sizing(tokenizer, noSegmentCache());
+    tokens = encoder->count(request, sizing).prompt_tokens;
+  }
+  add("user", "And now?");
+  t0 = Clock::now();
+  const PromptCount cold = encoder->count(request, counter);
+  const double cold_ms = msSince(t0);
+  std::vector<double> next_ms;
+  for (int turn = 0; turn < 10; ++turn) {
+    add("assistant", generate(3000, [&] { return chatTurn(conv, lexicon); }));
+    add("user", generate(2000, [&] { return chatTurn(conv, lexicon); }));
+    t0 = Clock::now();
+    const PromptCount next = encoder->count(request, counter);
+    next_ms.push_back(msSince(t0));
+    if (!next.ok) std::printf("count failed: %s\n", next.error.c_str());
+  }
+  std::printf("\nnext-turn times (ms):");
+  for (const double ms : next_ms) std::printf(" %.2f", ms);
+  std::printf("\n");
+  std::sort(next_ms.begin(), next_ms.end());
+  std::size_t prompt_bytes = 0;
+  for (const auto& t : texts) prompt_bytes += t.size();
+  std::printf("\nconversation: %llu tokens, %.1f MB, %zu messages; first count %.1f ms\n",
+              static_cast<unsigned long long>(cold.prompt_tokens), prompt_bytes / 1e6, request.messages.size(), cold_ms);
+  std::printf("next turn (new ~5 KB): median %.2f ms, max %.2f ms (target <= 5 ms)\n", next_ms[next_ms.size() / 2], next_ms.back());
+  std::printf("\nresident memory at end: %.1f MB (texts and conversation included), peak %.1f MB\n", statusKb("VmRSS:") / 1024.0,
+              statusKb("VmHWM:") / 1024.0);
+  return 0;
+}

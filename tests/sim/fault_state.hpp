@@ -1,0 +1,57 @@
+#pragma once
+
+#include <cstdint>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dpgate::sim {
+
+// Failure modes a real container shows and the gateway must survive.
+enum class FaultMode {
+  kNone,
+  kRefuse,      // close new and idle keep-alive API connections, answer nothing
+  kStatus,      // answer every /v1/* request with `status` and an error body
+  kHang,        // read the request, never answer, keep the connection open
+  kCutStream,   // close a stream abruptly after `after_chunks` SSE events
+  kSlow,        // `chunk_delay_ms` extra between stream chunks
+  kUnhealthy,   // GET /health answers 503; the API keeps working
+};
+
+struct FaultConfig {
+  FaultMode mode = FaultMode::kNone;
+  int status = 500;
+  std::uint64_t after_chunks = 1;
+  std::uint64_t chunk_delay_ms = 100;
+};
+
+std::string_view faultModeName(FaultMode mode);
+std::optional<FaultMode> parseFaultMode(std::string_view name);
+
+// `{"mode":"status","status":503}` -> FaultConfig; fields not given keep the
+// defaults above. Returns nullopt and sets `error` on a bad document.
+std::optional<FaultConfig> parseFaultJson(std::string_view body, std::string& error);
+// CLI form: MODE or MODE:N, N being the status, after_chunks or chunk_delay_ms.
+std::optional<FaultConfig> parseFaultSpec(std::string_view spec, std::string& error);
+std::string faultToJson(const FaultConfig& fault);
+
+// The current fault, read by every request and written by POST /sim/fault.
+class FaultState {
+ public:
+  explicit FaultState(FaultConfig initial) : config_(initial) {}
+  FaultConfig get() const {
+    std::lock_guard lock(mutex_);
+    return config_;
+  }
+  void set(const FaultConfig& config) {
+    std::lock_guard lock(mutex_);
+    config_ = config;
+  }
+
+ private:
+  mutable std::mutex mutex_;
+  FaultConfig config_;
+};
+
+}  // namespace dpgate::sim

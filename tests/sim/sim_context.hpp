@@ -1,0 +1,34 @@
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "connection_registry.hpp"
+#include "fault_state.hpp"
+#include "prefix_cache.hpp"
+#include "sim_options.hpp"
+#include "sim_stats.hpp"
+
+namespace dpgate::sim {
+
+// Everything the connections share. It must outlive the io_context: when the
+// io_context is destroyed it destroys suspended sessions, whose destructors
+// still touch the stats and the registry.
+struct SimContext {
+  explicit SimContext(SimOptions options_in);
+
+  void reset();  // POST /sim/reset: counters and prefix caches
+
+  const SimOptions options;
+  FaultState faults;
+  SimStats stats;
+  std::vector<std::unique_ptr<PrefixCache>> caches;  // one per DP rank
+  ConnectionRegistry connections;
+  std::atomic<std::uint64_t> round_robin{0};
+  std::atomic<std::uint64_t> next_request_id{0};
+  const std::int64_t started_unix_s;
+};
+
+}  // namespace dpgate::sim

@@ -1,0 +1,19 @@
+#pragma once
+// Shared fixtures: the reference tokenizer (loaded once) and golden files.
+#include <filesystem>
+#include <memory>
+#include <string>
+
+#include "admission/tokenizer/tokenizer.hpp"
+
+namespace dpgate::admission::test {
+
+// DPGATE_TOKENIZER_DIR, else <repo>/local/tokenizer/deepseek-v3.
+std::filesystem::path tokenizerDir();
+std::filesystem::path goldenDir();
+// Loaded once per process; fails the calling test (returns null) if absent.
+std::shared_ptr<const Tokenizer> referenceTokenizer();
+// Printable form of a string for failure messages.
+std::string escaped(const std::string& text, std::size_t max_bytes = 300);
+
+}  // namespace dpgate::admission::test
