@@ -188,25 +188,45 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     response.body().more = !parser.is_done();
     http::response_serializer<http::buffer_body> serializer{response};
 
-    client.expires_after(ms(limits.client_write_timeout_ms));
-    auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
-    if (hec) co_return false;  // the client left; `connection` closes with the upstream request
+    struct Buffer {
+        Worker& worker;
+        std::unique_ptr<char[]> data;
+        ~Buffer() { worker.returnRelayBuffer(std::move(data)); }
+    } chunk{worker, worker.takeRelayBuffer()};
+    const size_t chunk_bytes = limits.relay_buffer_bytes;
 
-    std::vector<char> chunk(limits.relay_buffer_bytes);
+    // The header goes out with the first piece of body (one write, and for a
+    // small answer the whole response in one write), except for event
+    // streams, whose header the client should see before the first token.
+    bool header_sent = false;
+    if (event_stream || parser.is_done()) {
+        client.expires_after(ms(limits.client_write_timeout_ms));
+        auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
+        if (hec) co_return false;  // the client left; `connection` closes with the upstream request
+        header_sent = true;
+    }
+
     while (!parser.is_done()) {
-        upstream.body().data = chunk.data();
-        upstream.body().size = chunk.size();
+        upstream.body().data = chunk.data.get();
+        upstream.body().size = chunk_bytes;
         connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
         auto [rec, rn] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
         if (rec == http::error::need_buffer) rec = {};
-        size_t got = chunk.size() - upstream.body().size;
+        size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
             if (watch_->client_gone) co_return false;
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
                                   : rec.message();
             logLine(LogLevel::warn, "request " + request_id_ + ": upstream " + backend_name + " broke mid-response: " + why);
-            if (event_stream && response.chunked()) {
+            if (!header_sent) {
+                // Nothing reached the client yet: it gets a clean gateway error.
+                ApiError failure{502, "backend '" + backend_name + "' broke off its response: " + why + ".",
+                                 "upstream_error", "", "backend_error"};
+                co_await session_.writeError(failure, request_id_, false);
+                co_return false;
+            }
+            if (event_stream && response.chunked() && header_sent) {
                 // The client must see a failure, not a stream that merely ends.
                 std::string event = sseErrorEvent("the upstream stream from backend '" + backend_name +
                                                   "' broke before it completed: " + why + ".");
@@ -220,21 +240,25 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
             co_return false;
         }
         if (got == 0) continue;
-        response.body().data = chunk.data();
+        response.body().data = chunk.data.get();
         response.body().size = got;
-        response.body().more = true;
+        response.body().more = !parser.is_done();
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
         if (wec == http::error::need_buffer) wec = {};
         if (wec) co_return false;  // the client left or stopped draining: drop the upstream too
+        header_sent = true;
     }
 
-    response.body().data = nullptr;
-    response.body().size = 0;
-    response.body().more = false;
-    client.expires_after(ms(limits.client_write_timeout_ms));
-    auto [fec, fn] = co_await http::async_write(client, serializer, use_nothrow);
-    if (fec == http::error::need_buffer) fec = {};
+    error_code fec;
+    if (!serializer.is_done()) {
+        response.body().data = nullptr;
+        response.body().size = 0;
+        response.body().more = false;
+        client.expires_after(ms(limits.client_write_timeout_ms));
+        auto [ec, n] = co_await http::async_write(client, serializer, use_nothrow);
+        fec = ec == http::error::need_buffer ? error_code{} : ec;
+    }
 
     if (parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {
         watch_->upstream = nullptr;

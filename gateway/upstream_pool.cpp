@@ -2,7 +2,6 @@
 
 #include <boost/asio/connect.hpp>
 
-#include <sys/socket.h>
 
 namespace dpgate::gateway {
 
@@ -14,22 +13,16 @@ UpstreamPool::UpstreamPool(net::io_context& io, const conf::BackendConfig& backe
       connect_timeout_ms_(connect_timeout_ms),
       idle_timeout_(idle_timeout_ms) {}
 
-bool UpstreamPool::peerStillOpen(UpstreamConnection& connection) {
-    // An idle keep-alive connection has nothing to read; readable means the
-    // peer closed it (EOF) or sent garbage. Either way it must not be reused.
-    char byte;
-    ssize_t n = ::recv(connection.stream.socket().native_handle(), &byte, 1, MSG_PEEK | MSG_DONTWAIT);
-    return n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK);
-}
-
 awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire() {
     auto now = std::chrono::steady_clock::now();
     while (!idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
         // Servers close idle keep-alive connections on their own clock
-        // (uvicorn, which vLLM runs on, after 5 s); retire ours first.
-        if (now - c->idle_since < idle_timeout_ && peerStillOpen(*c)) {
+        // (uvicorn, which vLLM runs on, after 5 s); retire ours first. One
+        // closed meanwhile anyway fails before any answer byte, and the relay
+        // then resends on a fresh connection (Relay::exchange).
+        if (now - c->idle_since < idle_timeout_) {
             c->reused = true;
             co_return std::pair{error_code{}, std::move(c)};
         }

@@ -56,6 +56,20 @@ awaitable<void> Worker::acceptLoop() {
     }
 }
 
+std::unique_ptr<char[]> Worker::takeRelayBuffer() {
+    if (spare_buffers_.empty())
+        return std::make_unique_for_overwrite<char[]>(server_.config().limits.relay_buffer_bytes);
+    std::unique_ptr<char[]> buffer = std::move(spare_buffers_.back());
+    spare_buffers_.pop_back();
+    return buffer;
+}
+
+void Worker::returnRelayBuffer(std::unique_ptr<char[]> buffer) {
+    // Keep as many as were ever in use at once, up to a bound: memory
+    // follows the peak of concurrent relays, not the request count.
+    if (spare_buffers_.size() < 256) spare_buffers_.push_back(std::move(buffer));
+}
+
 void Worker::beginShutdown() {
     net::post(io_, [this] {
         stopping_ = true;

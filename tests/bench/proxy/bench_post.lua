@@ -1,6 +1,6 @@
 -- wrk script: a small non-streaming chat completion, the shape a gateway
 -- forwards most. Usage:
---   wrk -t2 -c32 -d5s -s tests/sim/bench_post.lua http://127.0.0.1:PORT
+--   wrk -t2 -c32 -d5s -s tests/bench/proxy/bench_post.lua http://127.0.0.1:PORT
 wrk.method = "POST"
 wrk.path = "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
