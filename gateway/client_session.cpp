@@ -1,5 +1,6 @@
 #include "gateway/client_session.hpp"
 
+#include "admission/request_scan.hpp"
 #include "gateway/local_endpoints.hpp"
 #include "gateway/log.hpp"
 #include "gateway/relay.hpp"
@@ -137,7 +138,9 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         }
     }
 
-    if (auto length = parser->content_length(); length && *length > 0) req.body().reserve(*length);
+    // The padding lets simdjson parse the body where it lies (admission).
+    if (auto length = parser->content_length(); length && *length > 0)
+        req.body().reserve(*length + admission::kScanPaddingBytes);
     while (!parser->is_done()) {
         stream_.expires_after(ms(limits.body_idle_timeout_ms));
         auto [rec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);

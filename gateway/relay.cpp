@@ -5,6 +5,7 @@
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
 
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
 #include <sys/socket.h>
@@ -43,27 +44,40 @@ Relay::Relay(ClientSession& session, ClientRequest& request, std::string request
       keep_alive_(keep_alive),
       watch_(std::make_shared<ClientWatch>()) {}
 
-http::request<http::string_body> Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
+void Relay::buildUpstreamRequest(size_t backend, uint32_t rank, const admission::Admitted& admitted) {
     const conf::BackendConfig& config = session_.worker().server().backends().config(backend);
-    http::request<http::string_body> upstream{request_.method(), request_.target(), 11};
-    if (request_.method() == http::verb::unknown) upstream.method_string(request_.method_string());
+    const std::string& body = request_.body();
+    const size_t body_bytes = body.size() + (admitted.inserted_max_tokens ? admitted.splice_text.size() : 0);
+
+    std::string& h = upstream_head_;
+    h.reserve(512 + request_.target().size());
+    h.append(request_.method_string()).append(" ").append(request_.target()).append(" HTTP/1.1\r\n");
+    h.append("Host: ").append(config.host).append(":").append(std::to_string(config.port)).append("\r\n");
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
-    copyEndToEndFields(request_.base(), upstream.base(),
+    http::fields forwarded;
+    copyEndToEndFields(request_.base(), forwarded,
                        {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
                         "content-length", "expect"});
-    upstream.set(http::field::host, config.host + ":" + std::to_string(config.port));
-    std::string forwarded_for(request_[beast::string_view("X-Forwarded-For")]);
-    upstream.set("X-Forwarded-For", forwarded_for.empty() ? session_.peerAddress()
-                                                          : forwarded_for + ", " + session_.peerAddress());
-    upstream.set("X-Request-ID", request_id_);
-    upstream.set("X-data-parallel-rank", std::to_string(rank));
+    for (const auto& field : forwarded)
+        h.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
+    std::string_view forwarded_for = request_[beast::string_view("X-Forwarded-For")];
+    h.append("X-Forwarded-For: ");
+    if (!forwarded_for.empty()) h.append(forwarded_for).append(", ");
+    h.append(session_.peerAddress()).append("\r\n");
+    h.append("X-Request-ID: ").append(request_id_).append("\r\n");
+    h.append("X-data-parallel-rank: ").append(std::to_string(rank)).append("\r\n");
     if (!config.credential_env.empty())
         if (const char* token = std::getenv(config.credential_env.c_str()))
-            upstream.set(http::field::authorization, std::string("Bearer ") + token);
-    upstream.keep_alive(true);
-    upstream.body() = std::move(request_.body());
-    upstream.prepare_payload();
-    return upstream;
+            h.append("Authorization: Bearer ").append(token).append("\r\n");
+    h.append("Content-Length: ").append(std::to_string(body_bytes)).append("\r\n\r\n");
+
+    if (admitted.inserted_max_tokens) {
+        upstream_buffers_ = {net::buffer(h), net::buffer(body.data(), admitted.splice_offset),
+                             net::buffer(admitted.splice_text),
+                             net::buffer(body.data() + admitted.splice_offset, body.size() - admitted.splice_offset)};
+    } else {
+        upstream_buffers_ = {net::buffer(h), net::buffer(body), net::const_buffer(), net::const_buffer()};
+    }
 }
 
 awaitable<void> Relay::watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch) {
@@ -80,11 +94,10 @@ awaitable<void> Relay::watchClient(std::shared_ptr<ClientSession> session, std::
 }
 
 awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
-                                          http::request<http::string_body>& upstream_request,
                                           http::response_parser<http::buffer_body>& parser, error_code& error) {
     const conf::LimitsConfig& limits = session_.worker().server().config().limits;
     connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
-    auto [wec, wn] = co_await http::async_write(connection.stream, upstream_request, use_nothrow);
+    auto [wec, wn] = co_await net::async_write(connection.stream, upstream_buffers_, use_nothrow);
     if (wec) {
         error = wec;
         co_return connection.reused && isConnectionDrop(wec) ? Attempt::retry_fresh : Attempt::failed;
@@ -106,6 +119,20 @@ awaitable<bool> Relay::run() {
     Server& server = worker.server();
     const conf::LimitsConfig& limits = server.config().limits;
 
+    // Judged before any backend sees it: what cannot succeed is refused here.
+    std::string_view path = request_.target().substr(0, request_.target().find('?'));
+    admission::Endpoint endpoint = path == "/v1/completions" ? admission::Endpoint::completions
+                                                             : admission::Endpoint::chat_completions;
+    admission::Verdict verdict =
+        worker.admitter().admit(request_.body(), request_.body().capacity(), endpoint,
+                                worker.admissionLimits(server.backends().publicWindow()));
+    if (auto* refused = std::get_if<admission::Refused>(&verdict)) {
+        ApiError error{refused->http_status, std::move(refused->message), std::move(refused->type),
+                       std::move(refused->param), std::move(refused->code)};
+        co_return co_await session_.writeError(error, request_id_, keep_alive_);
+    }
+    const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
+
     std::optional<size_t> backend = server.backends().chooseBackend();
     if (!backend) {
         ApiError error{503, "no backend is available: every backend is down or drained.", "upstream_error", "",
@@ -114,7 +141,7 @@ awaitable<bool> Relay::run() {
     }
     const uint32_t rank = 0;
     const std::string& backend_name = server.backends().config(*backend).name;
-    http::request<http::string_body> upstream_request = buildUpstreamRequest(*backend, rank);
+    buildUpstreamRequest(*backend, rank, admitted);
 
     net::co_spawn(worker.io(), watchClient(session_.shared_from_this(), watch_), net::detached);
     struct StopWatch {
@@ -135,7 +162,7 @@ awaitable<bool> Relay::run() {
         watch_->upstream = connection.get();
         parser.emplace();
         parser->body_limit(boost::none);  // a response is streamed, never held
-        Attempt outcome = co_await exchange(*connection, upstream_request, *parser, error);
+        Attempt outcome = co_await exchange(*connection, *parser, error);
         if (outcome == Attempt::ok) break;
         watch_->upstream = nullptr;
         connection.reset();

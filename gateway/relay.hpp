@@ -8,9 +8,11 @@
 // which is how the backend learns to stop generating.
 #pragma once
 
+#include "admission/verdict.hpp"
 #include "gateway/client_session.hpp"
 #include "gateway/upstream_pool.hpp"
 
+#include <array>
 #include <memory>
 #include <string>
 
@@ -27,9 +29,12 @@ private:
     struct ClientWatch;
     enum class Attempt { ok, retry_fresh, failed };
 
-    http::request<http::string_body> buildUpstreamRequest(size_t backend, uint32_t rank);
-    awaitable<Attempt> exchange(UpstreamConnection& connection, http::request<http::string_body>& upstream_request,
-                                http::response_parser<http::buffer_body>& parser, error_code& error);
+    // Serializes the upstream request head into upstream_head_ and points
+    // upstream_buffers_ at it and the body (with the max_tokens splice, if
+    // admission inserted one): the body is never copied.
+    void buildUpstreamRequest(size_t backend, uint32_t rank, const admission::Admitted& admitted);
+    awaitable<Attempt> exchange(UpstreamConnection& connection, http::response_parser<http::buffer_body>& parser,
+                                error_code& error);
     awaitable<bool> relayResponse(std::unique_ptr<UpstreamConnection> connection,
                                   http::response_parser<http::buffer_body>& parser, size_t backend, uint32_t rank);
     static awaitable<void> watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
@@ -39,6 +44,8 @@ private:
     std::string request_id_;
     bool keep_alive_;
     std::shared_ptr<ClientWatch> watch_;
+    std::string upstream_head_;
+    std::array<net::const_buffer, 4> upstream_buffers_;
 };
 
 }  // namespace dpgate::gateway

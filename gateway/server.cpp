@@ -18,9 +18,22 @@ conf::Config withThreads(conf::Config config) {
     if (config.threads == 0) config.threads = std::max(1u, std::thread::hardware_concurrency());
     return config;
 }
+
+// Counting is what admission rests on: a configured tokenizer that does not
+// load stops the process instead of letting requests through uncounted.
+std::shared_ptr<const admission::Tokenizer> loadTokenizer(const conf::ModelConfig& model) {
+    if (model.tokenizer.empty()) {
+        logLine(LogLevel::warn, "model.tokenizer is not set: requests that need an exact count get 503");
+        return nullptr;
+    }
+    admission::TokenizerLoad load = admission::Tokenizer::load(model.tokenizer);
+    if (!load.tokenizer) throw std::runtime_error("model.tokenizer: " + model.tokenizer + ": " + load.error);
+    return load.tokenizer;
+}
 }  // namespace
 
-Server::Server(conf::Config config) : config_(withThreads(std::move(config))), backends_(config_) {
+Server::Server(conf::Config config)
+    : config_(withThreads(std::move(config))), tokenizer_(loadTokenizer(config_.model)), backends_(config_) {
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
 

@@ -2,6 +2,7 @@
 // probes, the admin listener, signals and graceful drain.
 #pragma once
 
+#include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
 #include "gateway/backend_registry.hpp"
 #include "gateway/net.hpp"
@@ -27,6 +28,9 @@ public:
 
     const conf::Config& config() const { return config_; }
     BackendRegistry& backends() { return backends_; }
+    // Null when no tokenizer is configured: admission then admits only what
+    // fits the window by the byte bound and answers 503 for the rest.
+    const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
     std::atomic<int64_t>& requestsInFlight() { return requests_in_flight_; }
@@ -36,6 +40,7 @@ private:
     void pollDrain(std::chrono::steady_clock::time_point deadline);
 
     conf::Config config_;
+    std::shared_ptr<const admission::Tokenizer> tokenizer_;
     BackendRegistry backends_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.

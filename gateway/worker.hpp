@@ -4,6 +4,7 @@
 // thread except through post().
 #pragma once
 
+#include "admission/admit.hpp"
 #include "gateway/net.hpp"
 #include "gateway/upstream_pool.hpp"
 
@@ -27,6 +28,12 @@ public:
     size_t index() const { return index_; }
     UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
     std::mt19937_64& random() { return random_; }
+    admission::Admitter& admitter() { return admitter_; }
+    // The admission limits with the window set to the current public window.
+    const admission::AdmissionLimits& admissionLimits(uint64_t public_window) {
+        admission_limits_.window_tokens = public_window;
+        return admission_limits_;
+    }
     bool stopping() const { return stopping_; }
 
     // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.
@@ -62,6 +69,8 @@ private:
     tcp::acceptor acceptor_{io_};
     std::vector<std::unique_ptr<UpstreamPool>> pools_;
     std::vector<std::unique_ptr<char[]>> spare_buffers_;
+    admission::Admitter admitter_;
+    admission::AdmissionLimits admission_limits_;
     std::mt19937_64 random_;
     bool stopping_ = false;
     std::thread thread_;

@@ -369,6 +369,7 @@ def sim():
 CLIENT_KEY = "sk-dpgate-local"
 ADMIN_TOKEN = "admin-dpgate-local"
 MODEL = "ds-v4.1-flash-1017"
+TOKENIZER = Path(os.environ.get("DPGATE_TOKENIZER_DIR", REPO_ROOT / "local" / "tokenizer" / "deepseek-v3")) / "tokenizer.json"
 
 
 def chat_body(text: str = "Hello!", **extra) -> dict:
@@ -384,7 +385,7 @@ def gateway_config(backends: Sequence[tuple[str, "Sim", str]], **sections) -> di
     config = {
         "listen": {"address": "127.0.0.1", "port": 0},
         "admin": {"address": "127.0.0.1", "port": 0, "token_plain": ADMIN_TOKEN},
-        "model": {"id": MODEL, "window_tokens": 1048576, "max_output_tokens": 32768},
+        "model": {"id": MODEL, "window_tokens": 1048576, "max_output_tokens": 32768, "tokenizer": str(TOKENIZER)},
         "health": {"interval_ms": 200, "timeout_ms": 1000, "fall": 2, "rise": 2},
         "backends": [{"name": name, "url": sim.url, "role": role, "dp_ranks": sim.dp}
                      for name, sim, role in backends],

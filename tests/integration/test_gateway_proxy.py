@@ -268,8 +268,10 @@ def test_keep_alive_serves_many_requests_on_one_connection(pair):
 
 def test_expect_100_continue_and_a_100_mb_body(pair):
     gw, primary, _ = pair
-    filler = "x" * (100 * 1024 * 1024)
-    raw = json.dumps(chat_body(filler, max_tokens=1)).encode()
+    # 100 MB of image: admission reserves 1,024 tokens for it and skips its bytes.
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64," + "A" * (100 * 1024 * 1024)}}
+    raw = json.dumps({"model": MODEL, "max_tokens": 1, "messages": [
+        {"role": "user", "content": [{"type": "text", "text": "Image 1:"}, image]}]}).encode()
     with socket.create_connection(("127.0.0.1", gw.port), timeout=60) as s:
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
                   b"Authorization: Bearer " + CLIENT_KEY.encode() + b"\r\n"

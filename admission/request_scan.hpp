@@ -1,0 +1,78 @@
+#pragma once
+// A single pass over a /v1/chat/completions or /v1/completions body with
+// simdjson On-Demand: reads the fields admission judges and skips the rest
+// (base64 image URLs are type-checked, never unescaped or copied).
+//
+// Every string_view in a ScannedRequest points into the scanner's parser
+// (its string buffer holds unescaped strings), so it stays valid until the
+// next scan() on the same RequestScanner. The body must stay alive and
+// unmodified as long, with kScanPaddingBytes readable bytes after its end.
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "admission/endpoint.hpp"
+#include "admission/template/chat_request.hpp"
+
+namespace dpgate::admission {
+
+// simdjson's SIMDJSON_PADDING: bytes past the body's end the scan may read.
+inline constexpr std::size_t kScanPaddingBytes = 64;
+
+// An integer field as sent: absent, or an integer (possibly far out of any
+// range, e.g. 2^64 or -5) to be range-checked by the rules.
+struct ScannedInteger {
+  bool present = false;
+  bool fits_int64 = true;  // false: beyond int64, `value` meaningless
+  std::int64_t value = 0;
+  std::string_view text;  // the number as written
+};
+
+struct ScannedRequest {
+  bool has_model = false;
+  std::string_view model;
+  ScannedInteger max_tokens;
+  ScannedInteger max_completion_tokens;
+  bool stream = false;
+  bool include_usage = false;
+  bool has_prompt_cache_key = false;
+  std::string_view prompt_cache_key;
+  std::string_view user;
+  std::uint64_t n = 1;
+  // Offset of the body's opening '{', where `"max_tokens":N,` is spliced.
+  std::size_t open_brace_offset = 0;
+
+  ChatRequest chat;  // chat completions
+  // Completions: `prompt` strings (one per sequence) or token-id arrays
+  // (their lengths); a request has one form or the other.
+  std::vector<std::string_view> prompt_texts;
+  std::vector<std::uint64_t> prompt_id_counts;
+};
+
+struct ScanError {
+  std::string param;    // JSON path of the offending field ("messages[3].content[1].image_url")
+  std::string message;  // starts with the path
+};
+
+class RequestScanner {
+ public:
+  RequestScanner();
+  ~RequestScanner();
+  RequestScanner(const RequestScanner&) = delete;
+  RequestScanner& operator=(const RequestScanner&) = delete;
+
+  // `capacity_bytes` >= body.size() + kScanPaddingBytes lets the scan read
+  // the body in place; otherwise it is copied into a padded buffer first.
+  std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
+                                ScannedRequest& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dpgate::admission

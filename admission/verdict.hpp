@@ -1,0 +1,51 @@
+#pragma once
+// The outcome of admission: forward the request (with what routing and
+// metrics need) or answer it with an OpenAI-shaped error.
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <variant>
+
+namespace dpgate::admission {
+
+struct Admitted {
+  std::uint64_t prompt_tokens = 0;  // exact, or the byte-level upper bound when `counted` is false
+  bool counted = true;              // false: admitted on the fast path without tokenizing
+  std::uint32_t images = 0;
+  std::uint64_t output_budget = 0;
+  // True when the client sent no max_tokens / max_completion_tokens: the
+  // gateway forwards body[0, splice_offset) + splice_text + body[splice_offset,
+  // end), i.e. `"max_tokens":N,` right after the opening brace, everything
+  // else byte-identical. Three buffers, so a 128 MB body is never copied.
+  bool inserted_max_tokens = false;
+  std::size_t splice_offset = 0;
+  std::string splice_text;
+  bool stream = false;
+  bool include_usage = false;  // stream_options.include_usage
+  // Affinity material. `prompt_cache_key` is the body field (empty if absent);
+  // `head_hash` hashes the conversation's head (system text before the first
+  // user message, then the first user message, or the first completions
+  // prompt), which an append-only conversation keeps from turn to turn.
+  bool has_prompt_cache_key = false;
+  std::string prompt_cache_key;
+  std::string user;
+  std::uint64_t head_hash = 0;
+};
+
+struct Refused {
+  unsigned http_status = 400;
+  std::string message;
+  std::string type = "invalid_request_error";
+  std::string param;  // empty -> JSON null
+  std::string code;   // empty -> JSON null
+};
+
+using Verdict = std::variant<Admitted, Refused>;
+
+// The forwarded body as one string (tests, small bodies).
+std::string splicedBody(std::string_view body, const Admitted& admitted);
+
+// {"error":{"message":...,"type":...,"param":...,"code":...}}
+std::string errorBody(const Refused& refused);
+
+}  // namespace dpgate::admission

@@ -1,0 +1,49 @@
+#include "routing/affinity_key.hpp"
+
+#include "routing/hash64.hpp"
+
+namespace dpgate::routing {
+namespace {
+
+// Header and prompt_cache_key share one seed: a client that names its session
+// either way with the same string lands on the same slot.
+constexpr uint64_t explicit_key_seed = 0x5e5510ca11ab1e01ULL;
+constexpr uint64_t head_key_seed = 0x4ead0fc0a7e25a71ULL;
+
+bool isSystemRole(std::string_view role) {
+    return role == "system" || role == "developer";
+}
+
+}  // namespace
+
+std::string_view affinitySourceName(AffinitySource source) {
+    switch (source) {
+        case AffinitySource::session_header:
+            return "session_header";
+        case AffinitySource::prompt_cache_key:
+            return "prompt_cache_key";
+        case AffinitySource::conversation_head:
+            return "conversation_head";
+    }
+    return "unknown";
+}
+
+uint64_t conversationHeadKey(const ConversationView& conversation) {
+    Hasher64 hasher(head_key_seed);
+    hasher.addField(conversation.tools);
+    for (const MessageView& message : conversation.messages) {
+        hasher.addField(message.role).addField(message.text);
+        if (!isSystemRole(message.role)) break;  // the first non-system turn closes the head
+    }
+    return hasher.digest();
+}
+
+AffinityKey affinityKey(const AffinityInput& input) {
+    if (input.session_header && !input.session_header->empty())
+        return {hashBytes(*input.session_header, explicit_key_seed), AffinitySource::session_header};
+    if (input.prompt_cache_key && !input.prompt_cache_key->empty())
+        return {hashBytes(*input.prompt_cache_key, explicit_key_seed), AffinitySource::prompt_cache_key};
+    return {conversationHeadKey(input.conversation), AffinitySource::conversation_head};
+}
+
+}  // namespace dpgate::routing

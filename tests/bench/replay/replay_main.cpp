@@ -1,0 +1,413 @@
+// dpgate-replay: offline replay of a Mooncake-format trace through the
+// routing code the gateway uses, beside peer policies, under one simple
+// model of a DP rank: an LRU prefix cache of N 512-token blocks and one FIFO
+// prefill queue at R tokens/s (decode is batched and not modelled).
+// Prints one JSON object per run.
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <nlohmann/json.hpp>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "routing/affinity_key.hpp"
+#include "routing/hash64.hpp"
+#include "routing/slot_chooser.hpp"
+#include "tests/bench/replay/block_lru.hpp"
+
+namespace dpgate::replay {
+namespace {
+
+constexpr double block_tokens = 512;
+
+struct TraceRequest {
+    double timestamp_ms;
+    double input_tokens;
+    std::vector<uint64_t> hash_ids;
+};
+
+struct Options {
+    std::string trace_path;
+    std::string policy = "dpgate";
+    size_t slots = 16;
+    size_t cache_blocks = 1024;
+    double speedup = 1;
+    double prefill_tokens_per_s = 50'000;
+    double balance_factor = 1.25;
+    double slack_requests = 1.0;
+    size_t shared_prefix_blocks = 0;
+    bool sticky_routed_signal = false;  // dpgate-sticky balances prompt tokens routed, not uncached work done
+    std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
+};
+
+// What a policy sees when it places one request.
+struct SlotState {
+    std::vector<double> queued_tokens;    // uncached prefill work not yet done, per slot
+    std::vector<size_t> queued_requests;  // requests not yet past prefill, per slot
+    std::vector<double> done_tokens;      // prefill work assigned so far, per slot
+    const std::vector<BlockLru>* caches;  // per slot
+};
+
+// Each hash id becomes one message; the text is derived from the id so equal
+// ids give equal bytes (the prompt a client would resend).
+// With --shared-prefix-blocks K, the K shared blocks together are the system
+// message (one agent's long system prompt and tools) and the trace's own ids
+// follow as user/assistant turns.
+struct ChatBody {
+    std::vector<std::string> texts;
+    routing::ConversationView view;
+
+    ChatBody(const std::vector<uint64_t>& ids, size_t shared_prefix_blocks, const std::string& salt) {
+        size_t first_turn = std::max<size_t>(1, std::min(shared_prefix_blocks, ids.size()));
+        std::string system;
+        for (size_t i = 0; i < first_turn; ++i) system += salt + "block " + std::to_string(ids[i]) + " of 512 tokens\n";
+        texts.push_back(std::move(system));
+        for (size_t i = first_turn; i < ids.size(); ++i)
+            texts.push_back(salt + "block " + std::to_string(ids[i]) + " of 512 tokens");
+        for (size_t i = 0; i < texts.size(); ++i) {
+            std::string_view role = i == 0 ? "system" : (i % 2 == 1 ? "user" : "assistant");
+            view.messages.push_back({role, texts[i]});
+        }
+    }
+};
+
+class Policy {
+public:
+    virtual ~Policy() = default;
+    virtual size_t place(const TraceRequest& request, const SlotState& state) = 0;
+    virtual nlohmann::json extra() const { return nlohmann::json::object(); }
+};
+
+class RoundRobin : public Policy {
+public:
+    explicit RoundRobin(size_t slots) : slots_(slots) {}
+    size_t place(const TraceRequest&, const SlotState&) override { return next_++ % slots_; }
+
+private:
+    size_t slots_;
+    size_t next_ = 0;
+};
+
+// Least queued prefill work; ties (an idle system) rotate, so an idle
+// system does not send everything to slot 0.
+class LeastLoaded : public Policy {
+public:
+    size_t place(const TraceRequest&, const SlotState& state) override {
+        const auto& q = state.queued_tokens;
+        size_t n = q.size(), best = next_ % n;
+        for (size_t i = 1; i < n; ++i) {
+            size_t s = (next_ + i) % n;
+            if (q[s] < q[best]) best = s;
+        }
+        next_ = best + 1;
+        return best;
+    }
+
+private:
+    size_t next_ = 0;
+};
+
+// A proxy that hashes the first bytes of the body: the system prompt.
+class FirstBlockHash : public Policy {
+public:
+    FirstBlockHash(size_t slots, const Options& o)
+        : slots_(slots), shared_prefix_blocks_(o.shared_prefix_blocks), salt_(o.text_salt) {}
+    size_t place(const TraceRequest& request, const SlotState&) override {
+        ChatBody body(request.hash_ids, shared_prefix_blocks_, salt_);
+        return routing::hashBytes(std::string_view(body.texts.front()).substr(0, 2048), 7) % slots_;
+    }
+
+private:
+    size_t slots_;
+    size_t shared_prefix_blocks_;
+    std::string salt_;
+};
+
+// SGLang router's cache_aware policy: when the in-flight request counts are
+// imbalanced (max - min > abs and max > rel * min) go to the least loaded;
+// otherwise go to the worker whose approximate tree matches the longest
+// prefix if the match covers more than cache_threshold of the prompt, else
+// to the worker with the smallest tree. Defaults as SGLang documents them
+// (cache_threshold 0.3, balance_abs_threshold 64, balance_rel_threshold 1.5).
+// The router's tree holds what it sent to each worker and does not see the
+// worker's evictions (SGLang trims it only at max_tree_size, far above one
+// rank's cache): that is what makes it approximate.
+class CacheAware : public Policy {
+public:
+    explicit CacheAware(size_t slots) : trees_(slots, BlockLru(SIZE_MAX)) {}
+
+    size_t place(const TraceRequest& request, const SlotState& state) override {
+        const auto& counts = state.queued_requests;
+        auto [min_it, max_it] = std::minmax_element(counts.begin(), counts.end());
+        size_t chosen;
+        if (double(*max_it - *min_it) > abs_threshold_ && double(*max_it) > rel_threshold_ * double(*min_it)) {
+            chosen = size_t(min_it - counts.begin());
+        } else {
+            size_t best = 0, best_hits = 0;
+            for (size_t s = 0; s < trees_.size(); ++s) {
+                size_t hits = trees_[s].prefixHits(request.hash_ids);
+                if (hits > best_hits) best = s, best_hits = hits;
+            }
+            double match = request.hash_ids.empty() ? 0 : double(best_hits) / double(request.hash_ids.size());
+            if (match > cache_threshold_) {
+                chosen = best;
+            } else {
+                chosen = 0;
+                for (size_t s = 1; s < trees_.size(); ++s)
+                    if (trees_[s].size() < trees_[chosen].size()) chosen = s;
+            }
+        }
+        trees_[chosen].touch(request.hash_ids);
+        return chosen;
+    }
+
+private:
+    std::vector<BlockLru> trees_;
+    double cache_threshold_ = 0.3;
+    double abs_threshold_ = 64;
+    double rel_threshold_ = 1.5;
+};
+
+// dpgate: the gateway's own affinityKey + SlotChooser. The load it sees is
+// each slot's queued prefill work; this request's load is its prompt tokens.
+class Dpgate : public Policy {
+public:
+    explicit Dpgate(const Options& o)
+        : chooser_(makeSlots(o.slots), {o.balance_factor, o.slack_requests}),
+          shared_prefix_blocks_(o.shared_prefix_blocks),
+          salt_(o.text_salt) {}
+
+    size_t place(const TraceRequest& request, const SlotState& state) override {
+        ChatBody body(request.hash_ids, shared_prefix_blocks_, salt_);
+        routing::AffinityInput input;
+        input.conversation = body.view;
+        uint64_t key = routing::affinityKey(input).key;
+        size_t chosen = chooser_.choose(key, state.queued_tokens, request.input_tokens);
+        if (chosen != chooser_.rendezvousOrder(key).front()) ++spilled_;
+        return chosen;
+    }
+
+    nlohmann::json extra() const override { return {{"spilled", spilled_}}; }
+    const routing::SlotChooser& chooser() const { return chooser_; }
+
+private:
+    // 8 DP ranks per backend, as on a 950DT container.
+    static std::vector<routing::Slot> makeSlots(size_t slots) {
+        std::vector<routing::Slot> out;
+        for (size_t i = 0; i < slots; ++i) out.push_back({i / 8, "backend-" + std::to_string(i / 8), uint32_t(i % 8)});
+        return out;
+    }
+
+    routing::SlotChooser chooser_;
+    size_t shared_prefix_blocks_;
+    std::string salt_;
+    size_t spilled_ = 0;
+};
+
+// Experiment, not what the gateway does: dpgate plus an affinity table.
+// A key seen for the first time goes to the less-worked of its top two
+// rendezvous choices; a known key stays where it went last unless that slot
+// is over the bound. Balances cumulative work like cache-aware, but two
+// replicas no longer agree on new keys.
+class DpgateSticky : public Policy {
+public:
+    explicit DpgateSticky(const Options& o) : inner_(o), o_(o) {}
+
+    size_t place(const TraceRequest& request, const SlotState& state) override {
+        ChatBody body(request.hash_ids, o_.shared_prefix_blocks, o_.text_salt);
+        routing::AffinityInput input;
+        input.conversation = body.view;
+        uint64_t key = routing::affinityKey(input).key;
+        const routing::SlotChooser& chooser = inner_.chooser();
+        double bound = chooser.loadBound(state.queued_tokens, request.input_tokens);
+        auto known = table_.find(key);
+        if (routed_tokens_.empty()) routed_tokens_.assign(chooser.size(), 0.0);
+        if (known != table_.end() && state.queued_tokens[known->second] <= bound) {
+            routed_tokens_[known->second] += request.input_tokens;
+            return known->second;
+        }
+        std::vector<size_t> pref = chooser.preference(key, state.queued_tokens, request.input_tokens);
+        size_t chosen = pref[0];
+        if (known == table_.end() && pref.size() > 1 && state.queued_tokens[pref[1]] <= bound &&
+            work(state, pref[1]) < work(state, pref[0]))
+            chosen = pref[1];
+        table_[key] = chosen;
+        routed_tokens_[chosen] += request.input_tokens;
+        return chosen;
+    }
+
+private:
+    Dpgate inner_;
+    Options o_;
+    // Uncached prefill work done per slot: the gateway learns it from usage
+    // (prompt_tokens - cached_tokens). The routed signal is what it knows at
+    // routing time without waiting for responses: prompt tokens sent.
+    double work(const SlotState& state, size_t slot) const {
+        return o_.sticky_routed_signal ? routed_tokens_[slot] : state.done_tokens[slot];
+    }
+
+    std::unordered_map<uint64_t, size_t> table_;
+    std::vector<double> routed_tokens_;
+};
+
+std::unique_ptr<Policy> makePolicy(const Options& o) {
+    if (o.policy == "round-robin") return std::make_unique<RoundRobin>(o.slots);
+    if (o.policy == "least-loaded") return std::make_unique<LeastLoaded>();
+    if (o.policy == "first-block-hash") return std::make_unique<FirstBlockHash>(o.slots, o);
+    if (o.policy == "cache-aware") return std::make_unique<CacheAware>(o.slots);
+    if (o.policy == "dpgate") return std::make_unique<Dpgate>(o);
+    if (o.policy == "dpgate-sticky") return std::make_unique<DpgateSticky>(o);
+    return nullptr;
+}
+
+// Shared-prefix block ids live far above any trace id.
+constexpr uint64_t shared_prefix_id_base = uint64_t(1) << 48;
+
+std::vector<TraceRequest> readTrace(const std::string& path, size_t shared_prefix_blocks) {
+    std::ifstream in(path);
+    if (!in) throw std::runtime_error("cannot open trace " + path);
+    std::vector<TraceRequest> out;
+    std::string line;
+    while (std::getline(in, line)) {
+        if (line.empty()) continue;
+        auto j = nlohmann::json::parse(line);
+        TraceRequest request{j.at("timestamp").get<double>(), j.at("input_length").get<double>(), {}};
+        for (size_t i = 0; i < shared_prefix_blocks; ++i) request.hash_ids.push_back(shared_prefix_id_base + i);
+        for (uint64_t id : j.at("hash_ids").get<std::vector<uint64_t>>()) request.hash_ids.push_back(id);
+        request.input_tokens += double(shared_prefix_blocks) * block_tokens;
+        out.push_back(std::move(request));
+    }
+    std::stable_sort(out.begin(), out.end(),
+                     [](const auto& a, const auto& b) { return a.timestamp_ms < b.timestamp_ms; });
+    return out;
+}
+
+nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
+    auto policy = makePolicy(o);
+    if (!policy) throw std::runtime_error("unknown policy " + o.policy);
+    std::vector<BlockLru> caches(o.slots, BlockLru(o.cache_blocks));
+    BlockLru bound_cache(o.slots * o.cache_blocks);
+    // Finish times of the prefills each slot's FIFO has accepted.
+    std::vector<std::vector<double>> finishes(o.slots);
+    std::vector<double> free_at_ms(o.slots, 0), work_tokens(o.slots, 0);
+    std::vector<double> ttft_ms;
+    double prompt_blocks = 0, cached_blocks = 0, bound_cached_blocks = 0;
+    const double tokens_per_ms = o.prefill_tokens_per_s / 1000.0;
+
+    SlotState state{std::vector<double>(o.slots), std::vector<size_t>(o.slots), std::vector<double>(o.slots), &caches};
+    for (const TraceRequest& request : trace) {
+        double now_ms = request.timestamp_ms / o.speedup;
+        for (size_t s = 0; s < o.slots; ++s) {
+            state.queued_tokens[s] = std::max(0.0, free_at_ms[s] - now_ms) * tokens_per_ms;
+            auto& f = finishes[s];
+            f.erase(std::remove_if(f.begin(), f.end(), [&](double t) { return t <= now_ms; }), f.end());
+            state.queued_requests[s] = f.size();
+        }
+        size_t slot = policy->place(request, state);
+
+        size_t hits = caches[slot].prefixHits(request.hash_ids);
+        caches[slot].touch(request.hash_ids);
+        bound_cached_blocks += double(bound_cache.prefixHits(request.hash_ids));
+        bound_cache.touch(request.hash_ids);
+        prompt_blocks += double(request.hash_ids.size());
+        cached_blocks += double(hits);
+
+        double uncached = std::max(0.0, request.input_tokens - double(hits) * block_tokens);
+        double start_ms = std::max(now_ms, free_at_ms[slot]);
+        free_at_ms[slot] = start_ms + uncached / tokens_per_ms;
+        finishes[slot].push_back(free_at_ms[slot]);
+        work_tokens[slot] += uncached;
+        state.done_tokens[slot] += uncached;
+        ttft_ms.push_back(free_at_ms[slot] - now_ms);
+    }
+
+    std::vector<double> sorted = ttft_ms;
+    std::sort(sorted.begin(), sorted.end());
+    double mean = 0;
+    for (double t : ttft_ms) mean += t;
+    mean /= double(std::max<size_t>(1, ttft_ms.size()));
+    double p99 =
+        sorted.empty() ? 0 : sorted[std::min(sorted.size() - 1, size_t(std::ceil(0.99 * double(sorted.size()))) - 1)];
+    double work_total = 0, work_max = 0;
+    for (double w : work_tokens) work_total += w, work_max = std::max(work_max, w);
+    double work_mean = work_total / double(o.slots);
+
+    auto round3 = [](double v) { return std::round(v * 1000) / 1000; };
+    nlohmann::json out = {
+        {"policy", o.policy},
+        {"requests", trace.size()},
+        {"slots", o.slots},
+        {"cache_blocks", o.cache_blocks},
+        {"speedup", o.speedup},
+        {"shared_prefix_blocks", o.shared_prefix_blocks},
+        {"hit_ratio", round3(prompt_blocks > 0 ? cached_blocks / prompt_blocks : 0)},
+        {"bound_hit_ratio", round3(prompt_blocks > 0 ? bound_cached_blocks / prompt_blocks : 0)},
+        {"ttft_mean_ms", round3(mean)},
+        {"ttft_p99_ms", round3(p99)},
+        {"work_imbalance", round3(work_mean > 0 ? work_max / work_mean : 0)},
+    };
+    out.update(policy->extra());
+    if (std::getenv("DPGATE_REPLAY_DEBUG")) out["work_tokens"] = work_tokens;
+    return out;
+}
+
+int usage() {
+    std::fprintf(stderr,
+                 "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
+                 "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
+                 "[--slack-requests S]\n"
+                 "                     [--shared-prefix-blocks K] [--text-salt S] [--sticky-signal uncached|routed]\n"
+                 "policies: round-robin least-loaded first-block-hash cache-aware dpgate dpgate-sticky (experiment)\n");
+    return 2;
+}
+
+}  // namespace
+}  // namespace dpgate::replay
+
+int main(int argc, char** argv) {
+    using namespace dpgate::replay;
+    Options o;
+    try {
+        for (int i = 1; i < argc; ++i) {
+            std::string arg = argv[i];
+            if (i + 1 >= argc) return usage();
+            std::string value = argv[++i];
+            if (arg == "--trace")
+                o.trace_path = value;
+            else if (arg == "--policy")
+                o.policy = value;
+            else if (arg == "--slots")
+                o.slots = std::stoul(value);
+            else if (arg == "--cache-blocks")
+                o.cache_blocks = std::stoul(value);
+            else if (arg == "--speedup" || arg == "--time-scale")
+                o.speedup = std::stod(value);
+            else if (arg == "--prefill-tokens-per-s")
+                o.prefill_tokens_per_s = std::stod(value);
+            else if (arg == "--balance-factor")
+                o.balance_factor = std::stod(value);
+            else if (arg == "--slack-requests")
+                o.slack_requests = std::stod(value);
+            else if (arg == "--shared-prefix-blocks")
+                o.shared_prefix_blocks = std::stoul(value);
+            else if (arg == "--text-salt")
+                o.text_salt = value;
+            else if (arg == "--sticky-signal")
+                o.sticky_routed_signal = value == "routed";
+            else
+                return usage();
+        }
+        if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.prefill_tokens_per_s <= 0) return usage();
+        auto trace = readTrace(o.trace_path, o.shared_prefix_blocks);
+        std::cout << run(o, trace).dump() << "\n";
+    } catch (const std::exception& e) {
+        std::fprintf(stderr, "dpgate-replay: %s\n", e.what());
+        return 1;
+    }
+    return 0;
+}

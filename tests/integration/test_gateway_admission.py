@@ -1,0 +1,94 @@
+"""Admission through the real gateway: what cannot succeed is refused before
+a backend sees it, with the OpenAI error a client can act on; what is
+admitted reaches the backend with its output budget made explicit."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+
+import pytest
+
+from harness import MODEL, Gateway, Sim, chat_body, gateway_config
+
+CHAT = "/v1/chat/completions"
+
+
+@pytest.fixture(scope="module")
+def small_window():
+    # A window of 40,000 tokens keeps the boundary cases small; the rules are
+    # the same at 1,048,576 (tests/unit/admission has those).
+    with Sim(window=1048576) as sim:
+        config = gateway_config([("primary", sim, "primary")],
+                                model={"window_tokens": 40000, "max_output_tokens": 32768})
+        with Gateway(config) as gw:
+            yield gw, sim
+
+
+def refused(gw, sim, body, status, code):
+    before = sim.stats()["requests"]
+    got, _, err = gw.json("POST", CHAT, body)
+    assert got == status, err
+    assert err["error"]["code"] == code, err
+    assert sim.stats()["requests"] == before, "a refused request must not reach the backend"
+    return err["error"]
+
+
+def test_over_the_window_is_context_length_exceeded_with_every_term(small_window):
+    gw, sim = small_window
+    # 30,000 distinct words are far more than 40,000 - 32,768 = 7,232 tokens.
+    text = " ".join(f"w{i}" for i in range(30000))
+    error = refused(gw, sim, chat_body(text), 400, "context_length_exceeded")
+    assert error["param"] == "messages"
+    assert error["message"].startswith("This request needs ")
+    assert "prompt + 0 for 0 images + 32768 output); the window is 40000." in error["message"]
+
+
+def test_the_default_budget_is_inserted_and_the_rest_is_byte_identical(small_window):
+    gw, sim = small_window
+    raw = b'{"model":"%s","messages":[{"role":"user","content":"hi"}]}' % MODEL.encode()
+    status, _, body = gw.request("POST", CHAT, raw, {"Content-Type": "application/json"})
+    assert status == 200, body
+    forwarded = b'{"max_tokens":32768,' + raw[1:]
+    stats = sim.stats()
+    assert stats["last_request_body_bytes"] == len(forwarded)
+    assert stats["last_request_body_sha256"] == hashlib.sha256(forwarded).hexdigest()
+
+
+def test_output_budget_over_the_maximum(small_window):
+    gw, sim = small_window
+    before = sim.stats()["requests"]
+    status, _, err = gw.json("POST", CHAT, chat_body(max_tokens=32769))
+    assert status == 400 and err["error"]["param"] == "max_tokens", err
+    assert "32768" in err["error"]["message"]
+    assert sim.stats()["requests"] == before
+
+
+def test_too_many_images_counts_history(small_window):
+    gw, sim = small_window
+    image = {"type": "image_url", "image_url": {"url": "data:image/png;base64,AAAA"}}
+    history = [{"role": "user", "content": [image] * 400}, {"role": "assistant", "content": "ok"},
+               {"role": "user", "content": [image] * 241}]
+    error = refused(gw, sim, {"model": MODEL, "messages": history}, 400, "too_many_images")
+    assert error["message"] == "641 images in this request (history included); the limit is 640."
+
+
+def test_unknown_model_is_404(small_window):
+    gw, sim = small_window
+    refused(gw, sim, {"model": "gpt-4o", "messages": [{"role": "user", "content": "hi"}]}, 404, "model_not_found")
+
+
+@pytest.mark.parametrize("raw", [b"", b"[]", b'{"model":', b'{"model":"%s","messages":"hi"}' % MODEL.encode(),
+                                 b'{"model":"%s","messages":[{"role":"wizard","content":"x"}]}' % MODEL.encode(),
+                                 b'{"model":"%s","messages":[{"role":"user","content":"\\ud800"}]}' % MODEL.encode(),
+                                 b'{"model":"%s","messages":[]} trailing' % MODEL.encode(),
+                                 b'{"model":"%s","max_tokens":1e400,"messages":[]}' % MODEL.encode()])
+def test_malformed_bodies_are_400_and_the_gateway_keeps_serving(small_window, raw):
+    gw, sim = small_window
+    before = sim.stats()["requests"]
+    status, _, body = gw.request("POST", CHAT, raw, {"Content-Type": "application/json"})
+    assert status == 400, body
+    error = json.loads(body)["error"]
+    assert error["type"] == "invalid_request_error" and error["message"]
+    assert sim.stats()["requests"] == before
+    assert gw.json("POST", CHAT, chat_body(max_tokens=1))[0] == 200

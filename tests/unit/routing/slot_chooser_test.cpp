@@ -1,0 +1,191 @@
+#include "routing/slot_chooser.hpp"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+
+#include "routing/hash64.hpp"
+
+using namespace dpgate::routing;
+
+namespace {
+
+std::vector<Slot> slotsOf(const std::vector<std::string>& backends, uint32_t ranks) {
+    std::vector<Slot> slots;
+    for (size_t b = 0; b < backends.size(); ++b)
+        for (uint32_t r = 0; r < ranks; ++r) slots.push_back({b, backends[b], r});
+    return slots;
+}
+
+uint64_t keyOf(int i) {
+    return hashBytes("conversation-" + std::to_string(i), 1);
+}
+
+std::pair<std::string, uint32_t> identity(const SlotChooser& chooser, size_t slot) {
+    return {chooser.slots()[slot].backend_name, chooser.slots()[slot].rank};
+}
+
+}  // namespace
+
+TEST(SlotChooser, DeterministicAcrossInstances) {
+    SlotChooser a(slotsOf({"primary", "standby"}, 8));
+    SlotChooser b(slotsOf({"primary", "standby"}, 8));
+    std::vector<double> loads(16, 0.0);
+    for (int i = 0; i < 1000; ++i) {
+        EXPECT_EQ(a.choose(keyOf(i), loads, 1000), b.choose(keyOf(i), loads, 1000));
+        EXPECT_EQ(a.rendezvousOrder(keyOf(i)), b.rendezvousOrder(keyOf(i)));
+    }
+}
+
+TEST(SlotChooser, ConfigOrderDoesNotMatter) {
+    SlotChooser ab(slotsOf({"a", "b"}, 8));
+    SlotChooser ba(slotsOf({"b", "a"}, 8));
+    std::vector<double> loads(16, 0.0);
+    for (int i = 0; i < 1000; ++i)
+        EXPECT_EQ(identity(ab, ab.choose(keyOf(i), loads, 1)), identity(ba, ba.choose(keyOf(i), loads, 1)));
+}
+
+TEST(SlotChooser, SpreadsKeysUniformly) {
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));
+    std::vector<double> loads(16, 0.0);
+    std::vector<int> counts(16, 0);
+    const int keys = 10'000;
+    for (int i = 0; i < keys; ++i) ++counts[chooser.choose(keyOf(i), loads, 1)];
+    const double expected = keys / 16.0;
+    for (size_t s = 0; s < counts.size(); ++s) {
+        EXPECT_GT(counts[s], expected * 0.85) << "slot " << s;
+        EXPECT_LT(counts[s], expected * 1.15) << "slot " << s;
+    }
+}
+
+TEST(SlotChooser, SequentialKeysSpreadToo) {
+    // Keys that differ in low bits only (e.g. a bad upstream hash) still spread.
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    std::vector<double> loads(8, 0.0);
+    std::vector<int> counts(8, 0);
+    for (uint64_t k = 0; k < 8000; ++k) ++counts[chooser.choose(k, loads, 1)];
+    for (int c : counts) {
+        EXPECT_GT(c, 850);
+        EXPECT_LT(c, 1150);
+    }
+}
+
+TEST(SlotChooser, RemovingABackendMovesOnlyItsKeys) {
+    SlotChooser both(slotsOf({"a", "b"}, 8));
+    SlotChooser only_a(slotsOf({"a"}, 8));
+    std::vector<double> loads16(16, 0.0), loads8(8, 0.0);
+    int moved = 0, kept = 0;
+    for (int i = 0; i < 5000; ++i) {
+        auto before = identity(both, both.choose(keyOf(i), loads16, 1));
+        auto after = identity(only_a, only_a.choose(keyOf(i), loads8, 1));
+        if (before.first == "a") {
+            EXPECT_EQ(after, before) << "key " << i << " was on a surviving slot and moved";
+            ++kept;
+        } else {
+            ++moved;
+            // It goes to its next choice in the original order.
+            auto order = both.rendezvousOrder(keyOf(i));
+            auto next =
+                std::find_if(order.begin(), order.end(), [&](size_t s) { return both.slots()[s].backend_name == "a"; });
+            EXPECT_EQ(after, identity(both, *next));
+        }
+    }
+    EXPECT_GT(moved, 2000);
+    EXPECT_GT(kept, 2000);
+}
+
+TEST(SlotChooser, RemovingOneRankMovesOnlyItsKeys) {
+    auto slots = slotsOf({"a"}, 8);
+    SlotChooser full(slots);
+    slots.erase(slots.begin() + 3);
+    SlotChooser without3(slots);
+    std::vector<double> loads8(8, 0.0), loads7(7, 0.0);
+    int moved = 0;
+    for (int i = 0; i < 4000; ++i) {
+        auto before = identity(full, full.choose(keyOf(i), loads8, 1));
+        auto after = identity(without3, without3.choose(keyOf(i), loads7, 1));
+        if (before.second == 3)
+            ++moved;
+        else
+            EXPECT_EQ(after, before);
+    }
+    EXPECT_NEAR(moved, 500, 100);
+}
+
+TEST(SlotChooser, IdleSystemNeverSpills) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    std::vector<double> loads(8, 0.0);
+    for (int i = 0; i < 1000; ++i) {
+        uint64_t k = keyOf(i);
+        EXPECT_EQ(chooser.choose(k, loads, 50'000), chooser.rendezvousOrder(k).front());
+    }
+    // One request already in flight somewhere is not overload either.
+    for (int i = 0; i < 1000; ++i) {
+        uint64_t k = keyOf(i);
+        size_t home = chooser.rendezvousOrder(k).front();
+        std::vector<double> one(8, 0.0);
+        one[home] = 1000;
+        EXPECT_EQ(chooser.choose(k, one, 1000), home);
+    }
+}
+
+TEST(SlotChooser, OverloadedSlotSpillsToTheKeysNextChoice) {
+    SlotChooser chooser(slotsOf({"a"}, 8), {.balance_factor = 1.25});
+    for (int i = 0; i < 500; ++i) {
+        uint64_t k = keyOf(i);
+        auto order = chooser.rendezvousOrder(k);
+        std::vector<double> loads(8, 1000.0);
+        loads[order[0]] = 10'000;  // bound = 1.25 * (17'000 + 1'000) / 8 + 1'000 = 3'812.5
+        EXPECT_EQ(chooser.choose(k, loads, 1000), order[1]);
+        auto pref = chooser.preference(k, loads, 1000);
+        EXPECT_EQ(pref.front(), order[1]);
+        EXPECT_EQ(pref.back(), order[0]);  // still listed, last
+        // bound = 1.25 * (7'000 + 2'400 + 1'000) / 8 + 1'000 = 2'625: stays home.
+        loads[order[0]] = 2'400;
+        EXPECT_EQ(chooser.choose(k, loads, 1000), order[0]);
+        // bound = 1.25 * (7'000 + 2'700 + 1'000) / 8 + 1'000 = 2'671.9: spills.
+        loads[order[0]] = 2'700;
+        EXPECT_EQ(chooser.choose(k, loads, 1000), order[1]);
+        loads[order[0]] = 2'400;
+        EXPECT_EQ(chooser.choose(k, loads, 1000), order[0]);
+    }
+}
+
+TEST(SlotChooser, PreferenceAgreesWithChooseAndIsAPermutation) {
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));
+    std::vector<double> loads;
+    for (int s = 0; s < 16; ++s) loads.push_back(double((s * 7919) % 13) * 1000);
+    for (int i = 0; i < 1000; ++i) {
+        auto pref = chooser.preference(keyOf(i), loads, 2000);
+        EXPECT_EQ(pref.front(), chooser.choose(keyOf(i), loads, 2000));
+        auto sorted = pref;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t s = 0; s < sorted.size(); ++s) ASSERT_EQ(sorted[s], s);
+        double bound = chooser.loadBound(loads, 2000);
+        EXPECT_LE(loads[pref.front()], bound);
+    }
+}
+
+TEST(SlotChooser, BoundedLoadKeepsHotKeysFromPilingUp) {
+    // One very hot key and many cold ones; feed loads back as requests land.
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    std::vector<double> loads(8, 0.0);
+    for (int i = 0; i < 4000; ++i) {
+        uint64_t k = (i % 2 == 0) ? keyOf(0) : keyOf(i);
+        loads[chooser.choose(k, loads, 100)] += 100;
+    }
+    double total = 0, max = 0;
+    for (double l : loads) total += l, max = std::max(max, l);
+    EXPECT_LE(max, 1.25 * total / 8 + 200);
+}
+
+TEST(SlotChooser, KnownPlacementsAreStableAcrossBuilds) {
+    // Replicas running different releases must agree; a change of hash or
+    // mix function moves every conversation off its cache. Pin a few.
+    SlotChooser chooser(slotsOf({"primary", "standby"}, 8));
+    EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(0))[0]), std::make_pair(std::string("standby"), 1u));
+    EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(0))[1]), std::make_pair(std::string("primary"), 4u));
+    EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(3))[0]), std::make_pair(std::string("standby"), 3u));
+    EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(4))[0]), std::make_pair(std::string("standby"), 6u));
+}
