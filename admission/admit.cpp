@@ -2,7 +2,7 @@
 
 #include <algorithm>
 
-#include "admission/tokenizer/fast_hash.hpp"
+#include "routing/affinity_key.hpp"
 
 namespace dpgate::admission {
 
@@ -25,19 +25,23 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 
 // System text before the first user message, then that message: what an
 // append-only conversation keeps from its first turn on.
-void conversationHead(const ChatRequest& chat, std::string& head) {
-  head.clear();
+// The conversation head as routing defines it (routing/affinity_key.hpp):
+// the leading system/developer messages and the first other message, each
+// message's text parts joined. `scratch` keeps the joined texts alive.
+std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
+  routing::ConversationView view;
+  scratch.clear();
+  scratch.reserve(chat.messages.size());
   for (const ChatMessage& message : chat.messages) {
-    const bool user = message.role == "user";
-    if (!user && !isSystemRole(message.role)) continue;
-    head.append(message.role);
-    head += '\x1e';
+    std::string& text = scratch.emplace_back();
     for (const std::string_view part : message.text_parts) {
-      head.append(part);
-      head += '\x1f';
+      if (!text.empty()) text += '\n';
+      text.append(part);
     }
-    if (user) break;
+    view.messages.push_back({message.role, text});
+    if (!isSystemRole(message.role)) break;
   }
+  return routing::conversationHeadKey(view);
 }
 
 // Checks one budget field against [1, max]; nullopt when absent or valid.
@@ -207,10 +211,11 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   admitted.prompt_cache_key = request_.prompt_cache_key;
   admitted.user = request_.user;
   if (chat) {
-    conversationHead(request_.chat, head_);
-    admitted.head_hash = hash64(head_);
+    admitted.head_hash = conversationHeadKey(request_.chat, head_scratch_);
   } else if (!request_.prompt_texts.empty()) {
-    admitted.head_hash = hash64(request_.prompt_texts.front());
+    routing::ConversationView view;
+    view.messages.push_back({"prompt", request_.prompt_texts.front()});
+    admitted.head_hash = routing::conversationHeadKey(view);
   }
   return admitted;
 }

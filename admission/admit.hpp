@@ -45,7 +45,7 @@ class Admitter {
   RequestScanner scanner_;
   ScannedRequest request_;
   std::string prompt_;  // rendered chat prompt, reused across requests
-  std::string head_;
+  std::vector<std::string> head_scratch_;
 };
 
 // Tokens `text` can have at most: bytes of its ordinary segments (byte-level

@@ -23,9 +23,9 @@ struct Admitted {
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
   // Affinity material. `prompt_cache_key` is the body field (empty if absent);
-  // `head_hash` hashes the conversation's head (system text before the first
-  // user message, then the first user message, or the first completions
-  // prompt), which an append-only conversation keeps from turn to turn.
+  // `head_hash` is routing::conversationHeadKey of the conversation (the
+  // leading system messages and the first other message, or the first
+  // completions prompt): an append-only conversation keeps it every turn.
   bool has_prompt_cache_key = false;
   std::string prompt_cache_key;
   std::string user;

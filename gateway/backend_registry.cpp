@@ -7,11 +7,27 @@ namespace dpgate::gateway {
 BackendRegistry::BackendRegistry(const conf::Config& config)
     : model_id_(config.model.id),
       configured_window_(config.model.window_tokens),
+      mode_(config.routing.mode),
+      balance_factor_(config.routing.balance_factor),
       public_window_(config.model.window_tokens) {
+    size_t slots = 0;
     for (const auto& b : config.backends) {
         Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), false, 0, {}, {}};
         backends_.push_back(std::move(backend));
+        load_offset_.push_back(slots);
+        slots += b.dp_ranks;
     }
+    loads_ = std::make_unique<std::atomic<int64_t>[]>(slots);
+    std::lock_guard lock(mutex_);
+    republishLocked();
+}
+
+void BackendRegistry::recordPassiveFailure(size_t index, const std::string& why) {
+    std::lock_guard lock(mutex_);
+    Backend& b = backends_.at(index);
+    b.health.suspect();
+    b.last_error = why;
+    republishLocked();
 }
 
 void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
@@ -44,19 +60,35 @@ void BackendRegistry::republishLocked() {
     }
     public_window_.store(window, std::memory_order_relaxed);
     routable_mask_.store(mask, std::memory_order_release);
+    if (mask == table_mask_) return;
+    table_mask_ = mask;
+
+    // Failover: the primary's slots while it is routable, else the standbys'.
+    uint64_t pool = mask;
+    if (mode_ == conf::RoutingMode::failover) {
+        uint64_t primaries = 0;
+        for (size_t i = 0; i < backends_.size(); ++i)
+            if (backends_[i].config.role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
+        if (mask & primaries) pool = mask & primaries;
+    }
+    std::vector<routing::Slot> slots;
+    std::vector<size_t> load_index;
+    for (size_t i = 0; i < backends_.size(); ++i) {
+        if (!((pool >> i) & 1)) continue;
+        for (uint32_t r = 0; r < backends_[i].config.dp_ranks; ++r) {
+            slots.push_back({i, backends_[i].config.name, r});
+            load_index.push_back(load_offset_[i] + r);
+        }
+    }
+    routing::SlotChooserOptions options;
+    options.balance_factor = balance_factor_;
+    auto table = std::make_shared<RoutingTable>(RoutingTable{routing::SlotChooser(std::move(slots), options),
+                                                             std::move(load_index)});
+    std::atomic_store(&table_, std::shared_ptr<const RoutingTable>(std::move(table)));
 }
 
 bool BackendRegistry::routable(size_t index) const {
     return (routable_mask_.load(std::memory_order_acquire) >> index) & 1;
-}
-
-std::optional<size_t> BackendRegistry::chooseBackend() const {
-    uint64_t mask = routable_mask_.load(std::memory_order_acquire);
-    for (size_t i = 0; i < backends_.size(); ++i)
-        if (backends_[i].config.role == conf::BackendRole::primary && ((mask >> i) & 1)) return i;
-    for (size_t i = 0; i < backends_.size(); ++i)
-        if ((mask >> i) & 1) return i;
-    return std::nullopt;
 }
 
 std::vector<BackendView> BackendRegistry::snapshot() const {

@@ -6,8 +6,10 @@
 
 #include "conf/config.hpp"
 #include "routing/health_state.hpp"
+#include "routing/slot_chooser.hpp"
 
 #include <atomic>
+#include <memory>
 #include <cstdint>
 #include <mutex>
 #include <optional>
@@ -22,6 +24,14 @@ struct ProbeResult {
     std::vector<std::string> model_ids;
     uint64_t max_model_len = 0;        // of the served model id; 0 = not reported
     std::string error;                 // why the probe failed, for status and logs
+};
+
+// The slots requests may go to now, rebuilt whenever a backend's
+// routability changes: failover mode takes the primary's ranks while it is
+// routable, else the standby's; active-active takes every routable backend's.
+struct RoutingTable {
+    routing::SlotChooser chooser;
+    std::vector<size_t> load_index;  // per chooser slot: index into the registry's load counters
 };
 
 struct BackendView {
@@ -52,8 +62,16 @@ public:
     bool routable(size_t index) const;
     bool anyRoutable() const { return routable_mask_.load(std::memory_order_acquire) != 0; }
 
-    // Failover: the primary while routable, else the first routable standby.
-    std::optional<size_t> chooseBackend() const;
+    // Null or empty when nothing is routable.
+    std::shared_ptr<const RoutingTable> routingTable() const { return std::atomic_load(&table_); }
+
+    // In-flight prompt tokens per (backend, rank), the load bounded-load
+    // routing balances; slot i of backend b is loadIndex(b, i).
+    std::atomic<int64_t>& slotLoad(size_t load_index) { return loads_[load_index]; }
+    size_t loadIndex(size_t backend, uint32_t rank) const { return load_offset_[backend] + rank; }
+
+    // A connect failure or a 502/503/504: no new requests until a probe passes.
+    void recordPassiveFailure(size_t index, const std::string& why);
 
     std::vector<BackendView> snapshot() const;
 
@@ -71,6 +89,12 @@ private:
 
     const std::string model_id_;
     const uint64_t configured_window_;
+    const conf::RoutingMode mode_;
+    const double balance_factor_;
+    std::vector<size_t> load_offset_;
+    std::unique_ptr<std::atomic<int64_t>[]> loads_;
+    std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load
+    uint64_t table_mask_ = ~uint64_t{0};
     mutable std::mutex mutex_;
     std::vector<Backend> backends_;
     std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests

@@ -2,6 +2,7 @@
 
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
+#include "routing/affinity_key.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
 
@@ -133,15 +134,26 @@ awaitable<bool> Relay::run() {
     }
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
 
-    std::optional<size_t> backend = server.backends().chooseBackend();
-    if (!backend) {
+    BackendRegistry& backends = server.backends();
+    std::shared_ptr<const RoutingTable> table = backends.routingTable();
+    if (!table || table->chooser.size() == 0) {
         ApiError error{503, "no backend is available: every backend is down or drained.", "upstream_error", "",
                        "backend_unavailable"};
         co_return co_await session_.writeError(error, request_id_, keep_alive_);
     }
-    const uint32_t rank = 0;
-    const std::string& backend_name = server.backends().config(*backend).name;
-    buildUpstreamRequest(*backend, rank, admitted);
+
+    // Every turn of a conversation goes to the slot holding its prefix; the
+    // preference list is where it goes when that slot is overloaded or fails.
+    std::string_view session_key = request_[server.config().routing.session_header];
+    routing::AffinityKey key = routing::affinityKey(
+        session_key.empty() ? std::nullopt : std::optional<std::string_view>(session_key),
+        admitted.has_prompt_cache_key ? std::optional<std::string_view>(admitted.prompt_cache_key) : std::nullopt,
+        admitted.head_hash);
+    std::vector<double> loads(table->chooser.size());
+    for (size_t i = 0; i < loads.size(); ++i)
+        loads[i] = double(backends.slotLoad(table->load_index[i]).load(std::memory_order_relaxed));
+    const double request_load = double(admitted.prompt_tokens);
+    std::vector<size_t> preference = table->chooser.preference(key.key, loads, request_load);
 
     net::co_spawn(worker.io(), watchClient(session_.shared_from_this(), watch_), net::detached);
     struct StopWatch {
@@ -154,25 +166,90 @@ awaitable<bool> Relay::run() {
         }
     } stop_watch{*this};
 
-    UpstreamPool& pool = worker.pool(*backend);
-    auto [cec, connection] = co_await pool.acquire();
-    error_code error = cec;
-    std::optional<http::response_parser<http::buffer_body>> parser;
-    for (int attempt = 0; connection && attempt < 2; ++attempt) {
-        watch_->upstream = connection.get();
-        parser.emplace();
-        parser->body_limit(boost::none);  // a response is streamed, never held
-        Attempt outcome = co_await exchange(*connection, *parser, error);
-        if (outcome == Attempt::ok) break;
-        watch_->upstream = nullptr;
-        connection.reset();
-        if (outcome == Attempt::retry_fresh && !watch_->client_gone) {
-            auto [fec, fresh] = co_await pool.connect();
-            error = fec;
-            connection = std::move(fresh);
+    // The load a slot carries while this request is on it.
+    struct SlotLoad {
+        std::atomic<int64_t>* counter = nullptr;
+        int64_t amount = 0;
+        void hold(std::atomic<int64_t>& c, int64_t a) {
+            release();
+            counter = &c;
+            amount = a;
+            c.fetch_add(a, std::memory_order_relaxed);
         }
+        void release() {
+            if (counter) counter->fetch_sub(amount, std::memory_order_relaxed);
+            counter = nullptr;
+        }
+        ~SlotLoad() { release(); }
+    } slot_load;
+
+    // One try on the key's slot, and one retry on its next choice while no
+    // byte has reached the client (on another backend when the failure was
+    // the backend's own). Nothing is retried after the first byte.
+    error_code error;
+    std::unique_ptr<UpstreamConnection> connection;
+    std::optional<http::response_parser<http::buffer_body>> parser;
+    size_t backend = 0;
+    uint32_t rank = 0;
+    size_t choice = 0;
+    for (int attempt = 0; attempt < 2 && !connection && choice < preference.size(); ++attempt) {
+        const routing::Slot& slot = table->chooser.slots()[preference[choice]];
+        backend = slot.backend_index;
+        rank = slot.rank;
+        slot_load.hold(backends.slotLoad(table->load_index[preference[choice]]), int64_t(admitted.prompt_tokens));
+        upstream_head_.clear();
+        buildUpstreamRequest(backend, rank, admitted);
+
+        UpstreamPool& pool = worker.pool(backend);
+        auto [cec, acquired] = co_await pool.acquire();
+        error = cec;
+        connection = std::move(acquired);
+        for (int stale = 0; connection && stale < 2; ++stale) {
+            watch_->upstream = connection.get();
+            parser.emplace();
+            parser->body_limit(boost::none);  // a response is streamed, never held
+            Attempt outcome = co_await exchange(*connection, *parser, error);
+            if (outcome == Attempt::ok) break;
+            watch_->upstream = nullptr;
+            connection.reset();
+            if (outcome == Attempt::retry_fresh && !watch_->client_gone) {
+                auto [fec, fresh] = co_await pool.connect();
+                error = fec;
+                connection = std::move(fresh);
+            }
+        }
+        if (watch_->client_gone) co_return false;
+
+        const std::string& name = backends.config(backend).name;
+        unsigned status = connection ? parser->get().result_int() : 0;
+        bool backend_failed = !connection && error != beast::error::timeout;
+        bool overloaded = status == 502 || status == 503 || status == 504;
+        if (!backend_failed && !overloaded) break;
+        std::string why = backend_failed ? error.message() : "answered " + std::to_string(status);
+        backends.recordPassiveFailure(backend, why);
+        if (attempt == 1) break;  // the last answer, even a 5xx, goes to the client as it is
+
+        // The suspicion just rebuilt the routing table (in failover mode the
+        // standby's ranks replace the primary's): the retry goes to the key's
+        // first choice there, never back to the slot that failed.
+        table = backends.routingTable();
+        if (!table || table->chooser.size() == 0) break;
+        loads.assign(table->chooser.size(), 0.0);
+        for (size_t i = 0; i < loads.size(); ++i)
+            loads[i] = double(backends.slotLoad(table->load_index[i]).load(std::memory_order_relaxed));
+        preference = table->chooser.preference(key.key, loads, request_load);
+        choice = 0;
+        while (choice < preference.size() && table->chooser.slots()[preference[choice]].backend_index == backend &&
+               table->chooser.slots()[preference[choice]].rank == rank)
+            ++choice;
+        if (choice >= preference.size()) break;
+        const routing::Slot& next = table->chooser.slots()[preference[choice]];
+        logLine(LogLevel::warn, "request " + request_id_ + ": backend " + name + " rank " + std::to_string(rank) +
+                                    " " + why + "; retrying on " + next.backend_name + " rank " +
+                                    std::to_string(next.rank));
+        connection.reset();
     }
-    if (watch_->client_gone) co_return false;
+    const std::string& backend_name = backends.config(backend).name;
     if (!connection) {
         bool timed_out = error == beast::error::timeout;
         ApiError failure{timed_out ? 504u : 502u,
@@ -183,7 +260,7 @@ awaitable<bool> Relay::run() {
         logLine(LogLevel::warn, "request " + request_id_ + ": " + failure.message);
         co_return co_await session_.writeError(failure, request_id_, keep_alive_);
     }
-    co_return co_await relayResponse(std::move(connection), *parser, *backend, rank);
+    co_return co_await relayResponse(std::move(connection), *parser, backend, rank);
 }
 
 awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connection,

@@ -38,11 +38,19 @@ uint64_t conversationHeadKey(const ConversationView& conversation) {
     return hasher.digest();
 }
 
+AffinityKey affinityKey(std::optional<std::string_view> session_header,
+                        std::optional<std::string_view> prompt_cache_key, uint64_t head_key) {
+    if (session_header && !session_header->empty())
+        return {hashBytes(*session_header, explicit_key_seed), AffinitySource::session_header};
+    if (prompt_cache_key && !prompt_cache_key->empty())
+        return {hashBytes(*prompt_cache_key, explicit_key_seed), AffinitySource::prompt_cache_key};
+    return {head_key, AffinitySource::conversation_head};
+}
+
 AffinityKey affinityKey(const AffinityInput& input) {
-    if (input.session_header && !input.session_header->empty())
-        return {hashBytes(*input.session_header, explicit_key_seed), AffinitySource::session_header};
-    if (input.prompt_cache_key && !input.prompt_cache_key->empty())
-        return {hashBytes(*input.prompt_cache_key, explicit_key_seed), AffinitySource::prompt_cache_key};
+    if ((input.session_header && !input.session_header->empty()) ||
+        (input.prompt_cache_key && !input.prompt_cache_key->empty()))
+        return affinityKey(input.session_header, input.prompt_cache_key, 0);
     return {conversationHeadKey(input.conversation), AffinitySource::conversation_head};
 }
 

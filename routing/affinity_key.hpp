@@ -54,6 +54,11 @@ std::string_view affinitySourceName(AffinitySource source);
 // so differs from its own next turn; chat clients do not send such requests.
 AffinityKey affinityKey(const AffinityInput& input);
 
+// The same precedence with the head key already computed (admission computes
+// it while it has the parsed messages; the gateway routes after).
+AffinityKey affinityKey(std::optional<std::string_view> session_header,
+                        std::optional<std::string_view> prompt_cache_key, uint64_t head_key);
+
 // The head key alone (exposed for tests and the replay tool).
 uint64_t conversationHeadKey(const ConversationView& conversation);
 

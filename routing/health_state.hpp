@@ -17,6 +17,7 @@ public:
     // gateway that starts beside healthy backends serves after one probe, and
     // one that starts beside a dead one refuses after one probe.
     void probeSucceeded() {
+        suspect_ = false;
         failures_ = 0;
         ++successes_;
         if (status_ == Status::unknown || successes_ >= rise_) status_ = Status::up;
@@ -28,8 +29,13 @@ public:
         if (status_ == Status::unknown || failures_ >= fall_) status_ = Status::down;
     }
 
+    // Passive evidence (a refused connection, a 502/503/504): the backend
+    // takes no new requests until a probe succeeds again.
+    void suspect() { suspect_ = true; }
+
     Status status() const { return status_; }
-    bool up() const { return status_ == Status::up; }
+    bool up() const { return status_ == Status::up && !suspect_; }
+    bool suspected() const { return suspect_; }
 
 private:
     uint32_t fall_;
@@ -37,6 +43,7 @@ private:
     uint32_t successes_ = 0;
     uint32_t failures_ = 0;
     Status status_ = Status::unknown;
+    bool suspect_ = false;
 };
 
 }  // namespace dpgate::routing

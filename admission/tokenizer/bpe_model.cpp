@@ -41,11 +41,24 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
     // into a map, where a later line overwrites an earlier one.
     table_[i] = kUsed | (key << kIdBits) | rank;
   }
+  pair_filter_.assign((std::size_t{1} << kFilterBits) / 64, 0);
+  constexpr std::size_t kFilterMask = (std::size_t{1} << kFilterBits) - 1;
+  for (const std::uint64_t slot : table_) {
+    if (!(slot & kUsed)) continue;
+    const std::size_t hash = mix((slot >> kIdBits) & kPairMask);
+    const std::size_t a = hash & kFilterMask;
+    const std::size_t b = (hash >> kFilterBits) & kFilterMask;
+    pair_filter_[a >> 6] |= std::uint64_t{1} << (a & 63);
+    pair_filter_[b >> 6] |= std::uint64_t{1} << (b & 63);
+  }
+  buildCharPremerge();
 }
 
 inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right) const {
   const std::uint64_t key = pairKey(left, right);
-  std::uint64_t& slot = pair_memo.slots[mix(key) & (PairMemo::kSlots - 1)];
+  const std::size_t hash = mix(key);
+  if (!mayMerge(hash)) return kNoRank;
+  std::uint64_t& slot = pair_memo.slots[hash & (PairMemo::kSlots - 1)];
   if ((slot & kUsed) && ((slot >> kIdBits) & kPairMask) == key) {
     const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
     return rank == kIdMask ? kNoRank : rank;
@@ -56,19 +69,62 @@ inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right)
 }
 
 void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const {
+  thread_local std::vector<std::uint32_t> symbols;
+  symbols.clear();
+  initialSymbols(piece, symbols);
+  mergeSymbols(symbols);
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
+}
+
+void BpeModel::encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const {
+  std::vector<std::uint32_t> symbols;
+  for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+  mergeSymbols(symbols);
+  ids.insert(ids.end(), symbols.begin(), symbols.end());
+}
+
+void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const {
+  const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
+  const std::size_t n = piece.size();
+  // Never more symbols than bytes: size once, write through a pointer.
+  const std::size_t base = symbols.size();
+  symbols.resize(base + n);
+  std::uint32_t* out = symbols.data() + base;
+  std::size_t i = 0;
+  while (i < n) {
+    const unsigned char b = p[i];
+    // Lead bytes 0xe3..0xe9 start the premerge range. The shortcut is proven
+    // only for whole characters between character boundaries, so it also
+    // checks the neighbours (the text is validated UTF-8 anyway).
+    if (b - 0xe3u <= 0xe9u - 0xe3u && i + 2 < n && (p[i + 1] & 0xc0) == 0x80 && (p[i + 2] & 0xc0) == 0x80 &&
+        (i + 3 == n || (p[i + 3] & 0xc0) != 0x80) && (i == 0 || p[i - 1] < 0xc0)) {
+      const std::uint32_t cp = ((b & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+      const std::uint32_t index = cp - kCharPremergeFirst;  // wraps below the range
+      if (index < char_premerge_.size()) {
+        if (const std::uint64_t entry = char_premerge_[index]; entry != 0) {
+          *out++ = static_cast<std::uint32_t>(entry & kIdMask);
+          if (entry & kPremergeTwo) *out++ = static_cast<std::uint32_t>((entry >> kIdBits) & kIdMask);
+          i += 3;
+          continue;
+        }
+      }
+    }
+    *out++ = byte_ids_[b];
+    ++i;
+  }
+  symbols.resize(static_cast<std::size_t>(out - symbols.data()));
+}
+
+void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols) const {
   if (pair_memo.model_id != model_id_) {
     std::fill(std::begin(pair_memo.slots), std::end(pair_memo.slots), 0);
     pair_memo.model_id = model_id_;
   }
-  thread_local std::vector<std::uint32_t> symbols;
-  symbols.clear();
-  for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
   if (symbols.size() <= kLinearMergeMax) {
     mergeLinear(symbols);
   } else {
     mergeHeap(symbols);
   }
-  ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
 // Keeps the rank of every adjacent pair in an array: each merge is a linear

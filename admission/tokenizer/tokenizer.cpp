@@ -344,6 +344,11 @@ TokenizerLoad Tokenizer::fromJson(std::string_view json) {
   return build(simdjson::padded_string(json));
 }
 
+namespace {
+// Four CJK characters: longer pieces led by a CJK lead byte bypass the word cache.
+constexpr std::size_t kCjkCachedBytesMax = 12;
+}  // namespace
+
 template <typename OnPiece>
 void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const {
   thread_local std::vector<std::uint32_t> piece_ends;
@@ -354,7 +359,12 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
   for (const std::uint32_t end : piece_ends) {
     const std::string_view piece = text.substr(start, end - start);
     start = end;
-    if (cache != nullptr && piece.size() <= WordCache::kMaxPieceBytes) {
+    // A CJK clause longer than a few characters is one piece that almost
+    // never repeats: looking it up and storing it costs more than its BPE
+    // (which the per-character shortcut keeps short), so it skips the cache.
+    const bool cjk_clause = piece.size() > kCjkCachedBytesMax &&
+                            static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u;
+    if (cache != nullptr && piece.size() <= WordCache::kMaxPieceBytes && !cjk_clause) {
       const std::uint64_t hash = hash64(piece);
       std::uint32_t count = 0;
       if (const std::uint32_t* ids = cache->find(piece, hash, count)) {

@@ -44,6 +44,7 @@ class Tokenizer {
   std::uint64_t countOrdinary(std::string_view text, WordCache* cache) const;
 
   const AddedTokens& addedTokens() const { return added_; }
+  const BpeModel& model() const { return model_; }
   std::size_t vocabSize() const { return vocab_size_; }
 
   Tokenizer(BpeModel model, AddedTokens added, std::size_t vocab_size)

@@ -16,6 +16,13 @@ std::size_t findInvalidUtf8(std::string_view text) {
       if (word & 0x8080808080808080ull) break;
       i += 8;
     }
+    // Runs of 3-byte characters (CJK text), lead bytes whose second byte may
+    // be any continuation byte (0xe0 and 0xed restrict it: general path).
+    while (i + 3 <= n) {
+      const unsigned char b = p[i];
+      if (b - 0xe1u > 0xefu - 0xe1u || b == 0xed || (p[i + 1] & 0xc0) != 0x80 || (p[i + 2] & 0xc0) != 0x80) break;
+      i += 3;
+    }
     if (i >= n) break;
     const unsigned char b0 = p[i];
     if (b0 < 0x80) {

@@ -420,7 +420,7 @@ class Gateway:
         self.admin_port = int(line.split("(admin ")[1].split(",")[0].rsplit(":", 1)[1])
         self.url = f"http://127.0.0.1:{self.port}"
         if wait_healthy:
-            self.wait_health(200, timeout)
+            self.wait_all_healthy(timeout)
 
     @property
     def pid(self) -> int:
@@ -436,6 +436,18 @@ class Gateway:
                 raise RuntimeError("dpgate exited:\n" + self.process.describe())
             if time.monotonic() > deadline:
                 raise TimeoutError(f"/health stayed {code} {body}, wanted {status}")
+            time.sleep(0.05)
+
+    def wait_all_healthy(self, timeout: float = 10.0) -> dict:
+        """Until every backend has passed a probe: /health is 200 as soon as
+        one has, and a test that starts then could meet the standby."""
+        deadline = time.monotonic() + timeout
+        while True:
+            body = self.wait_health(200, timeout)
+            if all(b["healthy"] for b in body["backends"]):
+                return body
+            if time.monotonic() > deadline:
+                raise TimeoutError(f"not every backend became healthy: {body}")
             time.sleep(0.05)
 
     def request(self, method: str, path: str, body=None, headers=None, **kw):

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "admission/template/chat_encoder.hpp"
+#include "admission/tokenizer/deepseek_v3_splitter.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 
 namespace {
@@ -333,6 +334,54 @@ int main(int argc, char** argv) {
   for (const Row& r : rows) {
     std::printf("%-8s %9llu %11.0f %12.1f %12.1f %7.1fx\n", r.name, static_cast<unsigned long long>(r.whole_tokens), r.sum_mbs,
                 r.chunk_mbs, r.whole_mbs, r.sum_mbs / r.whole_mbs);
+  }
+
+  // The per-character shortcut (bpe_char_premerge.cpp) must change no id:
+  // every piece of every corpus, BPE'd from its bytes and with the shortcut.
+  {
+    const BpeModel& model = tokenizer->model();
+    std::size_t pieces = 0;
+    std::size_t differ = 0;
+    std::vector<std::uint32_t> ends, fast, slow;
+    // Besides the corpora: every character of the shortcut's range, each
+    // followed by 0-2 random neighbours (ideographs, kana, CJK punctuation,
+    // ASCII, other BMP text), so rare characters meet many neighbours too.
+    std::vector<std::string> texts;
+    for (const Corpus& c : corpora) texts.push_back(c.text);
+    Rng mix{7};
+    for (int round = 0; round < 3; ++round) {
+      std::string text;
+      for (std::uint32_t cp = BpeModel::kCharPremergeFirst; cp <= BpeModel::kCharPremergeLast; ++cp) {
+        appendUtf8(text, cp);
+        for (std::size_t k = mix.below(3); k > 0; --k) {
+          const std::size_t kind = mix.below(10);
+          std::uint32_t n = kind < 6   ? 0x4e00 + static_cast<std::uint32_t>(mix.below(0x9fa6 - 0x4e00))
+                            : kind < 7 ? 0x3040 + static_cast<std::uint32_t>(mix.below(0xc0))
+                            : kind < 8 ? 0x3000 + static_cast<std::uint32_t>(mix.below(0x40))
+                            : kind < 9 ? 0x20 + static_cast<std::uint32_t>(mix.below(0x5f))
+                                       : 0x80 + static_cast<std::uint32_t>(mix.below(0x2000));
+          appendUtf8(text, n);
+        }
+      }
+      texts.push_back(std::move(text));
+    }
+    for (const std::string& text : texts) {
+      ends.clear();
+      splitDeepSeekV3(text, ends);
+      std::uint32_t start = 0;
+      for (const std::uint32_t end : ends) {
+        const std::string_view piece = std::string_view(text).substr(start, end - start);
+        start = end;
+        fast.clear();
+        slow.clear();
+        model.encodePiece(piece, fast);
+        model.encodePieceFromBytes(piece, slow);
+        ++pieces;
+        if (fast != slow) ++differ;
+      }
+    }
+    std::printf("\nper-character shortcut: %zu CJK characters premerged; %zu pieces checked, %zu differ from plain BPE\n",
+                model.premergedCharCount(), pieces, differ);
   }
 
   if (reference) {

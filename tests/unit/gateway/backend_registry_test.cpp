@@ -30,6 +30,15 @@ ProbeResult good(uint64_t window = 1048576) {
     return r;
 }
 
+// The backend whose ranks requests go to now (failover: one backend's slots).
+std::optional<size_t> poolBackend(const BackendRegistry& registry) {
+    auto table = registry.routingTable();
+    if (!table || table->chooser.size() == 0) return std::nullopt;
+    for (const auto& slot : table->chooser.slots())
+        EXPECT_EQ(slot.backend_index, table->chooser.slots()[0].backend_index) << "failover mixes backends";
+    return table->chooser.slots()[0].backend_index;
+}
+
 ProbeResult refused() {
     ProbeResult r;
     r.error = "connect: Connection refused";
@@ -41,22 +50,22 @@ ProbeResult refused() {
 TEST(BackendRegistry, NothingRoutableBeforeTheFirstProbe) {
     BackendRegistry registry(twoBackends());
     EXPECT_FALSE(registry.anyRoutable());
-    EXPECT_FALSE(registry.chooseBackend().has_value());
+    EXPECT_FALSE(poolBackend(registry).has_value());
 }
 
 TEST(BackendRegistry, PrimaryFirstThenStandbyAfterFall) {
     BackendRegistry registry(twoBackends());
     registry.recordProbe(0, good());
     registry.recordProbe(1, good());
-    EXPECT_EQ(registry.chooseBackend(), 0u);
+    EXPECT_EQ(poolBackend(registry), 0u);
     registry.recordProbe(0, refused());
-    EXPECT_EQ(registry.chooseBackend(), 0u) << "one failure is below fall=2";
+    EXPECT_EQ(poolBackend(registry), 0u) << "one failure is below fall=2";
     registry.recordProbe(0, refused());
-    EXPECT_EQ(registry.chooseBackend(), 1u);
+    EXPECT_EQ(poolBackend(registry), 1u);
     registry.recordProbe(0, good());
-    EXPECT_EQ(registry.chooseBackend(), 1u) << "one success is below rise=2";
+    EXPECT_EQ(poolBackend(registry), 1u) << "one success is below rise=2";
     registry.recordProbe(0, good());
-    EXPECT_EQ(registry.chooseBackend(), 0u);
+    EXPECT_EQ(poolBackend(registry), 0u);
 }
 
 TEST(BackendRegistry, PublicWindowIsTheSmallestReported) {
@@ -80,4 +89,39 @@ TEST(BackendRegistry, WrongModelIsAFailedProbe) {
     registry.recordProbe(0, other);
     EXPECT_FALSE(registry.routable(0));
     EXPECT_NE(registry.snapshot()[0].last_error.find("does not list model ds-v4.1-flash-1017"), std::string::npos);
+}
+
+TEST(BackendRegistry, FailoverTableHoldsThePrimarysEightRanks) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(0, good());
+    registry.recordProbe(1, good());
+    auto table = registry.routingTable();
+    ASSERT_EQ(table->chooser.size(), 8u);
+    for (uint32_t r = 0; r < 8; ++r) {
+        EXPECT_EQ(table->chooser.slots()[r].rank, r);
+        EXPECT_EQ(table->load_index[r], registry.loadIndex(0, r));
+    }
+}
+
+TEST(BackendRegistry, ActiveActiveTableHoldsEveryRoutableBackend) {
+    conf::Config config = twoBackends();
+    config.routing.mode = conf::RoutingMode::active_active;
+    BackendRegistry registry(config);
+    registry.recordProbe(0, good());
+    registry.recordProbe(1, good());
+    EXPECT_EQ(registry.routingTable()->chooser.size(), 16u);
+    registry.recordProbe(1, refused());
+    registry.recordProbe(1, refused());
+    EXPECT_EQ(registry.routingTable()->chooser.size(), 8u);
+}
+
+TEST(BackendRegistry, PassiveFailureHoldsTheBackendOutUntilAProbePasses) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(0, good());
+    registry.recordProbe(1, good());
+    registry.recordPassiveFailure(0, "connect: Connection refused");
+    EXPECT_EQ(poolBackend(registry), 1u);
+    EXPECT_EQ(registry.snapshot()[0].last_error, "connect: Connection refused");
+    registry.recordProbe(0, good());
+    EXPECT_EQ(poolBackend(registry), 0u);
 }
