@@ -1,6 +1,8 @@
 #include "gateway/admin_listener.hpp"
 
 #include "gateway/api_error.hpp"
+#include "gateway/health_checker.hpp"
+#include "gateway/log.hpp"
 #include "gateway/server.hpp"
 
 #include <nlohmann/json.hpp>
@@ -47,7 +49,7 @@ awaitable<void> AdminListener::serve(tcp::socket socket) {
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
         if (ec) break;
         http::request<http::string_body> request = parser.release();
-        http::response<http::string_body> response = answer(request);
+        http::response<http::string_body> response = co_await answer(request);
         response.keep_alive(request.keep_alive());
         response.prepare_payload();
         stream.expires_after(ms(limits.client_write_timeout_ms));
@@ -58,35 +60,117 @@ awaitable<void> AdminListener::serve(tcp::socket socket) {
     stream.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-http::response<http::string_body> AdminListener::answer(const http::request<http::string_body>& request) {
-    http::response<http::string_body> response{http::status::ok, 11};
+namespace {
+
+http::response<http::string_body> jsonResponse(unsigned status, const nlohmann::json& body) {
+    http::response<http::string_body> response{static_cast<http::status>(status), 11};
     response.set(http::field::content_type, "application/json");
-    std::string_view target = request.target();
-    std::string_view path = target.substr(0, target.find('?'));
-    if (request.method() == http::verb::get && path == "/admin/status") {
-        const BackendRegistry& backends = server_.backends();
-        nlohmann::json list = nlohmann::json::array();
-        for (const BackendView& b : backends.snapshot())
-            list.push_back({{"name", b.name},
-                            {"role", conf::toString(b.role)},
-                            {"healthy", b.healthy},
-                            {"drained", b.drained},
-                            {"window", b.reported_window},
-                            {"model_ids", b.model_ids},
-                            {"last_error", b.last_error}});
-        nlohmann::json status = {{"model", server_.config().model.id},
-                                 {"public_window", backends.publicWindow()},
-                                 {"open_connections", server_.openConnections().load()},
-                                 {"requests_in_flight", server_.requestsInFlight().load()},
-                                 {"backends", std::move(list)}};
-        response.body() = status.dump(2) + "\n";
-        return response;
-    }
-    ApiError error{404, "no admin route for " + std::string(request.method_string()) + " " + std::string(path) + ".",
-                   "invalid_request_error", "", "not_found"};
-    response.result(error.status);
+    response.body() = body.dump(2) + "\n";
+    return response;
+}
+
+http::response<http::string_body> errorResponse(const ApiError& error) {
+    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    response.set(http::field::content_type, "application/json");
     response.body() = error.body();
     return response;
+}
+
+}  // namespace
+
+http::response<http::string_body> AdminListener::status() const {
+    BackendRegistry& backends = server_.backends();
+    nlohmann::json list = nlohmann::json::array();
+    for (const BackendView& b : backends.snapshot()) {
+        size_t index = *backends.find(b.name);
+        nlohmann::json ranks = nlohmann::json::array();
+        for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r)
+            ranks.push_back({{"rank", r},
+                             {"inflight_prompt_tokens",
+                              backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)}});
+        list.push_back({{"name", b.name},
+                        {"url", backends.config(index).url},
+                        {"role", conf::toString(b.role)},
+                        {"healthy", b.healthy},
+                        {"routable", backends.routable(index)},
+                        {"drained", b.drained},
+                        {"window", b.reported_window},
+                        {"model_ids", b.model_ids},
+                        {"last_error", b.last_error},
+                        {"slots", std::move(ranks)}});
+    }
+    nlohmann::json status = {{"model", server_.config().model.id},
+                             {"configured_window", server_.config().model.window_tokens},
+                             {"public_window", backends.publicWindow()},
+                             {"routing_mode", conf::toString(server_.config().routing.mode)},
+                             {"open_connections", server_.openConnections().load()},
+                             {"requests_in_flight", server_.requestsInFlight().load()},
+                             {"backends", std::move(list)}};
+    return jsonResponse(200, status);
+}
+
+awaitable<http::response<http::string_body>> AdminListener::flip(std::string_view target_name) {
+    BackendRegistry& backends = server_.backends();
+    std::optional<size_t> target;
+    if (target_name.empty()) {
+        for (const BackendView& b : backends.snapshot())
+            if (b.role == conf::BackendRole::standby) {
+                target = backends.find(b.name);
+                break;
+            }
+    } else {
+        target = backends.find(target_name);
+    }
+    if (!target) {
+        ApiError error{404, target_name.empty() ? "there is no standby to flip to." : "no backend named '" +
+                                                                                          std::string(target_name) + "'.",
+                       "invalid_request_error", "", "not_found"};
+        co_return errorResponse(error);
+    }
+    // Identity is proved now, not remembered: a standby that was fine a probe
+    // interval ago may have been restarted with another model or window.
+    const conf::Config& config = server_.config();
+    ProbeResult probe = co_await HealthChecker::probe(backends.config(*target), config.model.id, config.health.timeout_ms);
+    std::optional<std::string> refusal = backends.flipTo(*target, probe, config.model.window_tokens);
+    if (refusal) {
+        logLine(LogLevel::warn, "admin flip to " + backends.config(*target).name + " refused: " + *refusal);
+        ApiError error{409, "flip refused: " + *refusal + ".", "invalid_request_error", "", "flip_refused"};
+        co_return errorResponse(error);
+    }
+    logLine(LogLevel::info, "admin flip: " + backends.config(*target).name + " is now the primary (window " +
+                                std::to_string(probe.max_model_len) + ")");
+    co_return status();
+}
+
+http::response<http::string_body> AdminListener::drain(std::string_view name, bool drained) {
+    BackendRegistry& backends = server_.backends();
+    std::optional<size_t> index = backends.find(name);
+    if (!index) {
+        ApiError error{404, "no backend named '" + std::string(name) + "'.", "invalid_request_error", "", "not_found"};
+        return errorResponse(error);
+    }
+    backends.setDrained(*index, drained);
+    logLine(LogLevel::info, std::string("admin ") + (drained ? "drain " : "undrain ") + std::string(name));
+    return status();
+}
+
+awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
+    std::string_view target = request.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    std::string_view query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view();
+    const bool get = request.method() == http::verb::get;
+    const bool post = request.method() == http::verb::post;
+    if (get && path == "/admin/status") co_return status();
+    if (post && path == "/admin/flip") {
+        std::string_view to = query.starts_with("to=") ? query.substr(3) : std::string_view();
+        co_return co_await flip(to);
+    }
+    for (auto [prefix, drained] : {std::pair{std::string_view("/admin/drain/"), true},
+                                   std::pair{std::string_view("/admin/undrain/"), false}})
+        if (post && path.starts_with(prefix)) co_return drain(path.substr(prefix.size()), drained);
+    ApiError error{404, "no admin route for " + std::string(request.method_string()) + " " + std::string(path) + ".",
+                   "invalid_request_error", "", "not_found"};
+    co_return errorResponse(error);
 }
 
 }  // namespace dpgate::gateway

@@ -18,7 +18,10 @@ public:
 private:
     awaitable<void> acceptLoop();
     awaitable<void> serve(tcp::socket socket);
-    http::response<http::string_body> answer(const http::request<http::string_body>& request);
+    awaitable<http::response<http::string_body>> answer(const http::request<http::string_body>& request);
+    http::response<http::string_body> status() const;
+    awaitable<http::response<http::string_body>> flip(std::string_view target_name);
+    http::response<http::string_body> drain(std::string_view name, bool drained);
 
     net::io_context& io_;
     Server& server_;

@@ -12,7 +12,7 @@ BackendRegistry::BackendRegistry(const conf::Config& config)
       public_window_(config.model.window_tokens) {
     size_t slots = 0;
     for (const auto& b : config.backends) {
-        Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), false, 0, {}, {}};
+        Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), b.role, false, 0, {}, {}};
         backends_.push_back(std::move(backend));
         load_offset_.push_back(slots);
         slots += b.dp_ranks;
@@ -20,6 +20,41 @@ BackendRegistry::BackendRegistry(const conf::Config& config)
     loads_ = std::make_unique<std::atomic<int64_t>[]>(slots);
     std::lock_guard lock(mutex_);
     republishLocked();
+}
+
+std::optional<size_t> BackendRegistry::find(std::string_view name) const {
+    for (size_t i = 0; i < backends_.size(); ++i)
+        if (backends_[i].config.name == name) return i;
+    return std::nullopt;
+}
+
+void BackendRegistry::setDrained(size_t index, bool drained) {
+    std::lock_guard lock(mutex_);
+    backends_.at(index).drained = drained;
+    republishLocked();
+}
+
+std::optional<std::string> BackendRegistry::flipTo(size_t target, const ProbeResult& probe, uint64_t public_window) {
+    std::lock_guard lock(mutex_);
+    Backend& b = backends_.at(target);
+    const std::string& name = b.config.name;
+    if (b.role == conf::BackendRole::primary) return name + " is already the primary";
+    if (!probe.health_ok) return name + " is not healthy: " + (probe.error.empty() ? "probe failed" : probe.error);
+    if (std::find(probe.model_ids.begin(), probe.model_ids.end(), model_id_) == probe.model_ids.end())
+        return name + " does not serve model " + model_id_;
+    if (probe.max_model_len < public_window)
+        return name + " reports window " + std::to_string(probe.max_model_len) + ", public window is " +
+               std::to_string(public_window);
+    if (b.drained) return name + " is drained";
+    for (Backend& other : backends_)
+        if (other.role == conf::BackendRole::primary) other.role = conf::BackendRole::standby;
+    b.role = conf::BackendRole::primary;
+    b.reported_window = probe.max_model_len;
+    b.model_ids = probe.model_ids;
+    b.health.probeSucceeded();
+    table_mask_ = ~uint64_t{0};  // the pool changed even if routability did not
+    republishLocked();
+    return std::nullopt;
 }
 
 void BackendRegistry::recordPassiveFailure(size_t index, const std::string& why) {
@@ -68,7 +103,7 @@ void BackendRegistry::republishLocked() {
     if (mode_ == conf::RoutingMode::failover) {
         uint64_t primaries = 0;
         for (size_t i = 0; i < backends_.size(); ++i)
-            if (backends_[i].config.role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
+            if (backends_[i].role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
         if (mask & primaries) pool = mask & primaries;
     }
     std::vector<routing::Slot> slots;
@@ -95,7 +130,7 @@ std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.config.role, b.health.up(), b.drained, b.reported_window, b.model_ids,
+        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids,
                        b.last_error});
     return out;
 }

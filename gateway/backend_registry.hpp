@@ -73,12 +73,23 @@ public:
     // A connect failure or a 502/503/504: no new requests until a probe passes.
     void recordPassiveFailure(size_t index, const std::string& why);
 
+    std::optional<size_t> find(std::string_view name) const;
+    // Drained: no new requests; those in flight finish.
+    void setDrained(size_t index, bool drained);
+
+    // Makes `target` (a standby) the primary if `probe` — taken just now —
+    // proves it can serve the public window: healthy, serving the model id,
+    // reporting max_model_len >= `public_window`. The old primary becomes a
+    // standby. Returns the reason when it refuses.
+    std::optional<std::string> flipTo(size_t target, const ProbeResult& probe, uint64_t public_window);
+
     std::vector<BackendView> snapshot() const;
 
 private:
     struct Backend {
         conf::BackendConfig config;
         routing::HealthState health;
+        conf::BackendRole role;  // starts as configured; /admin/flip swaps it
         bool drained = false;
         uint64_t reported_window = 0;
         std::vector<std::string> model_ids;

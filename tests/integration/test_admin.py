@@ -1,0 +1,76 @@
+"""The operators' API on the admin listener: status, guarded flip, drain."""
+
+from __future__ import annotations
+
+import time
+
+from harness import MODEL, Gateway, Sim, gateway_config
+
+CHAT = "/v1/chat/completions"
+BODY = {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+
+
+def backend_of(gw) -> str:
+    status, headers, answer = gw.json("POST", CHAT, BODY)
+    assert status == 200, answer
+    return headers["x-dpgate-route"].split("/")[0]
+
+
+def test_status_shows_backends_roles_windows_and_eight_slots_each():
+    with Sim() as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            status, _, body = gw.admin("GET", "/admin/status")
+            assert status == 200
+            assert body["model"] == MODEL and body["public_window"] == 1048576
+            assert [(b["name"], b["role"], b["healthy"], b["window"]) for b in body["backends"]] == [
+                ("primary", "primary", True, 1048576), ("standby", "standby", True, 1048576)]
+            assert [s["rank"] for s in body["backends"][0]["slots"]] == list(range(8))
+
+
+def test_flip_is_refused_when_the_standby_reports_a_smaller_window():
+    with Sim() as primary, Sim(window=524288) as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            status, _, body = gw.admin("POST", "/admin/flip")
+            assert status == 409, body
+            assert body["error"]["code"] == "flip_refused"
+            assert "standby reports window 524288, public window is 1048576" in body["error"]["message"]
+            assert backend_of(gw) == "primary"
+            roles = {b["name"]: b["role"] for b in gw.admin("GET", "/admin/status")[2]["backends"]}
+            assert roles == {"primary": "primary", "standby": "standby"}
+
+
+def test_flip_is_refused_when_the_standby_is_down():
+    standby = Sim()
+    with Sim() as primary:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            standby.stop()
+            status, _, body = gw.admin("POST", "/admin/flip")
+            assert status == 409 and "not healthy" in body["error"]["message"], body
+            assert backend_of(gw) == "primary"
+
+
+def test_flip_moves_traffic_and_keeps_the_old_primary_as_standby():
+    with Sim() as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            assert backend_of(gw) == "primary"
+            status, _, body = gw.admin("POST", "/admin/flip")
+            assert status == 200, body
+            roles = {b["name"]: b["role"] for b in body["backends"]}
+            assert roles == {"primary": "standby", "standby": "primary"}
+            assert backend_of(gw) == "standby"
+            # And back.
+            assert gw.admin("POST", "/admin/flip?to=primary")[0] == 200
+            assert backend_of(gw) == "primary"
+
+
+def test_drain_and_undrain():
+    with Sim() as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            assert gw.admin("POST", "/admin/drain/primary")[0] == 200
+            assert backend_of(gw) == "standby"
+            assert gw.admin("POST", "/admin/drain/standby")[0] == 200
+            status, _, body = gw.json("POST", CHAT, BODY)
+            assert status == 503 and body["error"]["code"] == "backend_unavailable"
+            assert gw.admin("POST", "/admin/undrain/primary")[0] == 200
+            assert backend_of(gw) == "primary"
+            assert gw.admin("POST", "/admin/drain/nope")[0] == 404
