@@ -137,9 +137,47 @@ awaitable<http::response<http::string_body>> AdminListener::flip(std::string_vie
         ApiError error{409, "flip refused: " + *refusal + ".", "invalid_request_error", "", "flip_refused"};
         co_return errorResponse(error);
     }
+    server_.metrics().flips.inc();
     logLine(LogLevel::info, "admin flip: " + backends.config(*target).name + " is now the primary (window " +
                                 std::to_string(probe.max_model_len) + ")");
     co_return status();
+}
+
+http::response<http::string_body> AdminListener::metricsPage() const {
+    metrics::GatewayMetrics& m = server_.metrics();
+    BackendRegistry& backends = server_.backends();
+    // Gauges that mirror registry state are refreshed at scrape time.
+    for (const BackendView& b : backends.snapshot()) {
+        bool primary = b.role == conf::BackendRole::primary;
+        m.backend_up.with({b.name, "primary"}).set(primary && b.healthy ? 1 : 0);
+        m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
+    }
+    m.public_window_tokens.set(int64_t(backends.publicWindow()));
+    http::response<http::string_body> response{http::status::ok, 11};
+    response.set(http::field::content_type, metrics::kTextContentType);
+    response.body() = m.render();
+    return response;
+}
+
+awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::string_view name) {
+    BackendRegistry& backends = server_.backends();
+    std::optional<size_t> index = backends.find(name);
+    if (!index) {
+        ApiError error{404, "no backend named '" + std::string(name) + "'.", "invalid_request_error", "", "not_found"};
+        co_return errorResponse(error);
+    }
+    HealthChecker::Fetched fetched =
+        co_await HealthChecker::fetch(backends.config(*index), "/metrics", server_.config().health.timeout_ms * 5);
+    if (fetched.status == 0) {
+        ApiError error{502, "backend '" + std::string(name) + "': " + fetched.error + ".", "upstream_error", "",
+                       "backend_unreachable"};
+        co_return errorResponse(error);
+    }
+    // Verbatim: status, content type and body as the backend sent them.
+    http::response<http::string_body> response{static_cast<http::status>(fetched.status), 11};
+    if (!fetched.content_type.empty()) response.set(http::field::content_type, fetched.content_type);
+    response.body() = std::move(fetched.body);
+    co_return response;
 }
 
 http::response<http::string_body> AdminListener::drain(std::string_view name, bool drained) {
@@ -155,12 +193,27 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 }
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
+    // Every admin endpoint needs the admin token; client keys do not open it.
+    if (!server_.keys().authenticateAdmin(request[http::field::authorization])) {
+        ApiError error{401, server_.keys().hasAdminToken()
+                                ? "the admin API needs 'Authorization: Bearer <admin token>'."
+                                : "the admin API is closed: no admin.token is configured.",
+                       "invalid_request_error", "", "invalid_admin_token"};
+        http::response<http::string_body> response = errorResponse(error);
+        response.set(http::field::www_authenticate, "Bearer");
+        co_return response;
+    }
     std::string_view target = request.target();
     std::string_view path = target.substr(0, target.find('?'));
     std::string_view query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view();
     const bool get = request.method() == http::verb::get;
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") co_return status();
+    if (get && path == "/metrics") co_return metricsPage();
+    if (get && path.starts_with("/backends/") && path.ends_with("/metrics")) {
+        std::string_view name = path.substr(10, path.size() - 10 - 8);
+        co_return co_await backendMetrics(name);
+    }
     if (post && path == "/admin/flip") {
         std::string_view to = query.starts_with("to=") ? query.substr(3) : std::string_view();
         co_return co_await flip(to);

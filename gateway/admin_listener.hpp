@@ -22,6 +22,8 @@ private:
     http::response<http::string_body> status() const;
     awaitable<http::response<http::string_body>> flip(std::string_view target_name);
     http::response<http::string_body> drain(std::string_view name, bool drained);
+    http::response<http::string_body> metricsPage() const;
+    awaitable<http::response<http::string_body>> backendMetrics(std::string_view name);
 
     net::io_context& io_;
     Server& server_;

@@ -1,6 +1,7 @@
 #include "gateway/client_session.hpp"
 
 #include "admission/request_scan.hpp"
+#include "conf/key_store.hpp"
 #include "gateway/local_endpoints.hpp"
 #include "gateway/log.hpp"
 #include "gateway/relay.hpp"
@@ -183,12 +184,18 @@ awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& 
     co_return !ec;
 }
 
-awaitable<bool> ClientSession::writeError(const ApiError& error, const std::string& request_id, bool keep_alive) {
+http::response<http::string_body> ClientSession::errorResponse(const ApiError& error, const std::string& request_id,
+                                                                bool keep_alive) {
     http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
     response.set(http::field::content_type, "application/json");
     response.set("X-Request-ID", request_id);
     response.keep_alive(keep_alive);
     response.body() = error.body();
+    return response;
+}
+
+awaitable<bool> ClientSession::writeError(const ApiError& error, const std::string& request_id, bool keep_alive) {
+    http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
     co_return co_await writeResponse(response) && keep_alive;
 }
 
@@ -199,13 +206,53 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
     std::string_view path = target.substr(0, target.find('?'));
     bool is_get = request.method() == http::verb::get;
 
+    // The OpenAI API needs a key; /health answers monitors without one.
+    std::optional<conf::KeyInfo> key;
+    if (path.starts_with("/v1/")) {
+        std::string_view authorization = request[http::field::authorization];
+        key = server.keys().authenticate(authorization);
+        if (!key && (server.keys().required() || !authorization.empty())) {
+            ApiError error{401,
+                           authorization.empty()
+                               ? "You didn't provide an API key: send it as 'Authorization: Bearer <key>'."
+                               : "Incorrect API key provided.",
+                           "invalid_request_error", "", "invalid_api_key"};
+            http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
+            response.set(http::field::www_authenticate, "Bearer");
+            co_return co_await writeResponse(response) && keep_alive;
+        }
+    }
+
     if (path == "/v1/chat/completions" || path == "/v1/completions") {
         if (request.method() != http::verb::post) {
             ApiError error{405, "use POST for " + std::string(path) + ".", "invalid_request_error", "",
                            "method_not_allowed"};
             co_return co_await writeError(error, request_id, keep_alive);
         }
-        Relay relay(*this, request, std::move(request_id), keep_alive);
+        // Per-key limits; the slot is held until the answer is relayed.
+        struct KeySlot {
+            conf::KeyLimiter* limiter = nullptr;
+            std::string name;
+            ~KeySlot() {
+                if (limiter) limiter->release(name);
+            }
+        } key_slot;
+        if (key) {
+            uint64_t now_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
+                                           std::chrono::steady_clock::now().time_since_epoch())
+                                           .count());
+            conf::Admission admission = server.keyLimiter().tryAcquire(key->name, now_ms);
+            if (!admission.allowed) {
+                ApiError error{429, "Rate limit reached for key '" + key->name + "': " + std::string(admission.reason) + ".",
+                               "rate_limit_error", "", "rate_limit_exceeded"};
+                http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
+                response.set(http::field::retry_after, std::to_string(admission.retry_after_seconds));
+                co_return co_await writeResponse(response) && keep_alive;
+            }
+            key_slot.limiter = &server.keyLimiter();
+            key_slot.name = key->name;
+        }
+        Relay relay(*this, request, std::move(request_id), keep_alive, key ? &*key : nullptr);
         co_return co_await relay.run();
     }
 

@@ -42,6 +42,8 @@ public:
     // Writes a complete small response; returns false when the write failed.
     awaitable<bool> writeResponse(http::response<http::string_body>& response);
     awaitable<bool> writeError(const ApiError& error, const std::string& request_id, bool keep_alive);
+    static http::response<http::string_body> errorResponse(const ApiError& error, const std::string& request_id,
+                                                           bool keep_alive);
 
 private:
     enum class ReadResult { request, closed };

@@ -16,8 +16,11 @@ bool isHopByHop(std::string_view name) {
     return false;
 }
 
-void copyEndToEndFields(const http::fields& from, http::fields& to,
-                        std::initializer_list<std::string_view> also_drop) {
+namespace {
+
+// Calls `emit(field)` for every field of `from` that crosses the gateway.
+template <class Emit>
+void forEachEndToEndField(const http::fields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
     // Field names listed in Connection are hop-by-hop for this message only.
     std::vector<std::string_view> named;
     auto [first, last] = from.equal_range(http::field::connection);
@@ -39,8 +42,22 @@ void copyEndToEndFields(const http::fields& from, http::fields& to,
         bool drop = false;
         for (std::string_view n : named) drop = drop || beast::iequals(name, n);
         for (std::string_view n : also_drop) drop = drop || beast::iequals(name, n);
-        if (!drop) to.insert(name, field.value());
+        if (!drop) emit(field);
     }
+}
+
+}  // namespace
+
+void copyEndToEndFields(const http::fields& from, http::fields& to,
+                        std::initializer_list<std::string_view> also_drop) {
+    forEachEndToEndField(from, also_drop, [&](const auto& field) { to.insert(field.name_string(), field.value()); });
+}
+
+void appendEndToEndFields(const http::fields& from, std::string& head,
+                          std::initializer_list<std::string_view> also_drop) {
+    forEachEndToEndField(from, also_drop, [&](const auto& field) {
+        head.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
+    });
 }
 
 }  // namespace dpgate::gateway

@@ -16,4 +16,9 @@ bool isHopByHop(std::string_view name);
 void copyEndToEndFields(const http::fields& from, http::fields& to,
                         std::initializer_list<std::string_view> also_drop = {});
 
+// The same selection, appended as "Name: value\r\n" lines to a serialized
+// head (the upstream request is written as raw buffers).
+void appendEndToEndFields(const http::fields& from, std::string& head,
+                          std::initializer_list<std::string_view> also_drop = {});
+
 }  // namespace dpgate::gateway

@@ -93,6 +93,36 @@ awaitable<ProbeResult> HealthChecker::probe(const conf::BackendConfig& backend, 
     co_return result;
 }
 
+awaitable<HealthChecker::Fetched> HealthChecker::fetch(const conf::BackendConfig& backend, const char* target,
+                                                       uint64_t timeout_ms) {
+    Fetched fetched;
+    auto executor = co_await net::this_coro::executor;
+    beast::tcp_stream stream(executor);
+    beast::flat_buffer buffer;
+    stream.expires_after(ms(timeout_ms));
+    tcp::resolver resolver(executor);
+    const std::string service = std::to_string(backend.port);
+    auto [dec, endpoints] = co_await resolver.async_resolve(backend.host, service, use_nothrow);
+    if (dec) {
+        fetched.error = "cannot resolve " + backend.host + ": " + dec.message();
+        co_return fetched;
+    }
+    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
+    if (cec) {
+        fetched.error = "connect: " + cec.message();
+        co_return fetched;
+    }
+    auto [ec, response] = co_await get(stream, buffer, backend, target);
+    if (ec) {
+        fetched.error = std::string("GET ") + target + ": " + ec.message();
+        co_return fetched;
+    }
+    fetched.status = response.result_int();
+    fetched.content_type = std::string(response[http::field::content_type]);
+    fetched.body = std::move(response.body());
+    co_return fetched;
+}
+
 awaitable<void> HealthChecker::loop(size_t index) {
     const conf::BackendConfig& backend = registry_.config(index);
     bool was_up = false;

@@ -21,6 +21,16 @@ public:
     static awaitable<ProbeResult> probe(const conf::BackendConfig& backend, const std::string& model_id,
                                         uint64_t timeout_ms);
 
+    // One GET on a fresh connection (the admin API proxies /metrics with it).
+    // Status 0 and `error` set when the backend could not be reached.
+    struct Fetched {
+        unsigned status = 0;
+        std::string content_type;
+        std::string body;
+        std::string error;
+    };
+    static awaitable<Fetched> fetch(const conf::BackendConfig& backend, const char* target, uint64_t timeout_ms);
+
 private:
     awaitable<void> loop(size_t index);
 

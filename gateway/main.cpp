@@ -1,6 +1,7 @@
 // dpgate: the gateway process and its operator subcommands.
 #include "admission/tokens_cli.hpp"
 #include "conf/config.hpp"
+#include "conf/keys_cli.hpp"
 #include "gateway/log.hpp"
 #include "gateway/server.hpp"
 
@@ -19,6 +20,9 @@ constexpr const char* kUsage = R"(dpgate — one OpenAI-compatible endpoint in f
 usage:
   dpgate serve --config FILE      run the gateway (SIGTERM/SIGINT drain and exit 0)
   dpgate check --config FILE      validate a config file and print its summary
+  dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]
+  dpgate keys list --file F | dpgate keys remove NAME --file F
+                                  manage client API keys (the key is printed once; only its hash is stored)
   dpgate tokens --tokenizer PATH [--template deepseek-v3] [--jsonl]
                                   exact token counts of stdin (text, or chat bodies per line)
   dpgate --version                print the version
@@ -65,6 +69,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (command == "tokens") return admission::runTokensCli(argc - 2, argv + 2);
+    if (command == "keys") return conf::runKeysCli(argc - 2, argv + 2);
     if (command == "serve" || command == "check") {
         std::string error;
         std::string path = configArgument(argc, argv, 2, error);

@@ -2,12 +2,15 @@
 
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
+#include "gateway/metrics/usage_parser.hpp"
 #include "routing/affinity_key.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
+
+#include <charconv>
 
 #include <sys/socket.h>
 
@@ -38,11 +41,13 @@ std::string sseErrorEvent(const std::string& message) {
 
 }  // namespace
 
-Relay::Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive)
+Relay::Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive,
+             const conf::KeyInfo* key)
     : session_(session),
       request_(request),
       request_id_(std::move(request_id)),
       keep_alive_(keep_alive),
+      key_(key),
       watch_(std::make_shared<ClientWatch>()) {}
 
 void Relay::buildUpstreamRequest(size_t backend, uint32_t rank, const admission::Admitted& admitted) {
@@ -55,12 +60,9 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank, const admission:
     h.append(request_.method_string()).append(" ").append(request_.target()).append(" HTTP/1.1\r\n");
     h.append("Host: ").append(config.host).append(":").append(std::to_string(config.port)).append("\r\n");
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
-    http::fields forwarded;
-    copyEndToEndFields(request_.base(), forwarded,
-                       {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
-                        "content-length", "expect"});
-    for (const auto& field : forwarded)
-        h.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
+    appendEndToEndFields(request_.base(), h,
+                         {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
+                          "content-length", "expect"});
     std::string_view forwarded_for = request_[beast::string_view("X-Forwarded-For")];
     h.append("X-Forwarded-For: ");
     if (!forwarded_for.empty()) h.append(forwarded_for).append(", ");
@@ -115,6 +117,14 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
     co_return Attempt::ok;
 }
 
+Relay::~Relay() {
+    metrics::GatewayMetrics& m = session_.worker().server().metrics();
+    std::string_view path = request_.target().substr(0, request_.target().find('?'));
+    m.requests.with({std::string(path), status_ == 0 ? "client_closed" : std::to_string(status_)}).inc();
+    m.request_duration_seconds.observe(
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+}
+
 awaitable<bool> Relay::run() {
     Worker& worker = session_.worker();
     Server& server = worker.server();
@@ -124,12 +134,17 @@ awaitable<bool> Relay::run() {
     std::string_view path = request_.target().substr(0, request_.target().find('?'));
     admission::Endpoint endpoint = path == "/v1/completions" ? admission::Endpoint::completions
                                                              : admission::Endpoint::chat_completions;
+    auto admit_start = std::chrono::steady_clock::now();
     admission::Verdict verdict =
         worker.admitter().admit(request_.body(), request_.body().capacity(), endpoint,
                                 worker.admissionLimits(server.backends().publicWindow()));
+    metrics::GatewayMetrics& m = server.metrics();
+    m.admission_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - admit_start).count());
     if (auto* refused = std::get_if<admission::Refused>(&verdict)) {
+        m.admission_rejections.with({refused->code.empty() ? "invalid_request_error" : refused->code}).inc();
         ApiError error{refused->http_status, std::move(refused->message), std::move(refused->type),
                        std::move(refused->param), std::move(refused->code)};
+        status_ = error.status;
         co_return co_await session_.writeError(error, request_id_, keep_alive_);
     }
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
@@ -139,6 +154,7 @@ awaitable<bool> Relay::run() {
     if (!table || table->chooser.size() == 0) {
         ApiError error{503, "no backend is available: every backend is down or drained.", "upstream_error", "",
                        "backend_unavailable"};
+        status_ = error.status;
         co_return co_await session_.writeError(error, request_id_, keep_alive_);
     }
 
@@ -155,7 +171,12 @@ awaitable<bool> Relay::run() {
     const double request_load = double(admitted.prompt_tokens);
     std::vector<size_t> preference = table->chooser.preference(key.key, loads, request_load);
 
-    net::co_spawn(worker.io(), watchClient(session_.shared_from_this(), watch_), net::detached);
+    // Watching the client costs a coroutine and an epoll re-arm per request;
+    // it pays where a hang-up would otherwise leave the backend working for
+    // long: streams, and prompts whose prefill takes noticeable time.
+    constexpr uint64_t kWatchPromptTokens = 4096;
+    if (admitted.stream || admitted.prompt_tokens >= kWatchPromptTokens)
+        net::co_spawn(worker.io(), watchClient(session_.shared_from_this(), watch_), net::detached);
     struct StopWatch {
         Relay& relay;
         ~StopWatch() {
@@ -196,7 +217,17 @@ awaitable<bool> Relay::run() {
         const routing::Slot& slot = table->chooser.slots()[preference[choice]];
         backend = slot.backend_index;
         rank = slot.rank;
-        slot_load.hold(backends.slotLoad(table->load_index[preference[choice]]), int64_t(admitted.prompt_tokens));
+        // Operators' smoke tests pin a rank ("X-data-parallel-rank: 0");
+        // only a trusted key may, and only to a rank the backend has.
+        if (key_ && key_->trusted && attempt == 0) {
+            std::string_view pin = request_[beast::string_view("X-data-parallel-rank")];
+            uint32_t pinned = 0;
+            auto [end, ec] = std::from_chars(pin.data(), pin.data() + pin.size(), pinned);
+            if (!pin.empty() && ec == std::errc() && end == pin.data() + pin.size() &&
+                pinned < backends.config(backend).dp_ranks)
+                rank = pinned;
+        }
+        slot_load.hold(backends.slotLoad(backends.loadIndex(backend, rank)), int64_t(admitted.prompt_tokens));
         upstream_head_.clear();
         buildUpstreamRequest(backend, rank, admitted);
 
@@ -243,6 +274,7 @@ awaitable<bool> Relay::run() {
                table->chooser.slots()[preference[choice]].rank == rank)
             ++choice;
         if (choice >= preference.size()) break;
+        m.upstream_retries.inc();
         const routing::Slot& next = table->chooser.slots()[preference[choice]];
         logLine(LogLevel::warn, "request " + request_id_ + ": backend " + name + " rank " + std::to_string(rank) +
                                     " " + why + "; retrying on " + next.backend_name + " rank " +
@@ -258,6 +290,7 @@ awaitable<bool> Relay::run() {
                                    : "backend '" + backend_name + "' failed: " + error.message() + ".",
                          "upstream_error", "", timed_out ? "backend_timeout" : "backend_unreachable"};
         logLine(LogLevel::warn, "request " + request_id_ + ": " + failure.message);
+        status_ = failure.status;
         co_return co_await session_.writeError(failure, request_id_, keep_alive_);
     }
     co_return co_await relayResponse(std::move(connection), *parser, backend, rank);
@@ -271,6 +304,15 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     const std::string& backend_name = worker.server().backends().config(backend).name;
     auto& upstream = parser.get();
     beast::tcp_stream& client = session_.stream();
+    metrics::GatewayMetrics& m = worker.server().metrics();
+    const std::string rank_label = std::to_string(rank);
+    metrics::Gauge& inflight = m.inflight_requests.with({backend_name, rank_label});
+    inflight.inc();
+    struct Dec {
+        metrics::Gauge& g;
+        ~Dec() { g.dec(); }
+    } inflight_guard{inflight};
+    status_ = upstream.result_int();
 
     http::response<http::buffer_body> response{upstream.result(), 11};
     copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
@@ -292,6 +334,18 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     response.body().more = !parser.is_done();
     http::response_serializer<http::buffer_body> serializer{response};
 
+    // Usage for the per-slot token counters: from the final usage event of a
+    // stream, or from a (small) JSON answer.
+    metrics::SseUsageParser stream_usage;
+    std::string answer_copy;
+    constexpr size_t kAnswerCopyBytes = 1 << 20;
+    auto first_byte = [&, recorded = false]() mutable {
+        if (recorded) return;
+        recorded = true;
+        m.time_to_first_byte_seconds.observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+    };
+
     struct Buffer {
         Worker& worker;
         std::unique_ptr<char[]> data;
@@ -306,8 +360,12 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     if (event_stream || parser.is_done()) {
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
-        if (hec) co_return false;  // the client left; `connection` closes with the upstream request
+        if (hec) {
+            status_ = 0;
+            co_return false;  // the client left; `connection` closes with the upstream request
+        }
         header_sent = true;
+        first_byte();
     }
 
     while (!parser.is_done()) {
@@ -318,7 +376,11 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         if (rec == http::error::need_buffer) rec = {};
         size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
-            if (watch_->client_gone) co_return false;
+            if (watch_->client_gone) {
+                m.stream_aborts.with({"client"}).inc();
+                co_return false;
+            }
+            if (header_sent) m.stream_aborts.with({"upstream"}).inc();
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
                                   : rec.message();
@@ -327,6 +389,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
                 // Nothing reached the client yet: it gets a clean gateway error.
                 ApiError failure{502, "backend '" + backend_name + "' broke off its response: " + why + ".",
                                  "upstream_error", "", "backend_error"};
+                status_ = failure.status;
                 co_await session_.writeError(failure, request_id_, false);
                 co_return false;
             }
@@ -344,14 +407,24 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
             co_return false;
         }
         if (got == 0) continue;
+        std::string_view piece(chunk.data.get(), got);
+        if (event_stream)
+            stream_usage.observe(piece);
+        else if (answer_copy.size() + got <= kAnswerCopyBytes)
+            answer_copy.append(piece);
         response.body().data = chunk.data.get();
         response.body().size = got;
         response.body().more = !parser.is_done();
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
         if (wec == http::error::need_buffer) wec = {};
-        if (wec) co_return false;  // the client left or stopped draining: drop the upstream too
+        if (wec) {
+            // The client left or stopped draining: drop the upstream too.
+            m.stream_aborts.with({"client"}).inc();
+            co_return false;
+        }
         header_sent = true;
+        first_byte();
     }
 
     error_code fec;
@@ -362,6 +435,20 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [ec, n] = co_await http::async_write(client, serializer, use_nothrow);
         fec = ec == http::error::need_buffer ? error_code{} : ec;
+    }
+
+    first_byte();
+    std::optional<metrics::Usage> usage;
+    if (event_stream) {
+        stream_usage.finish();
+        usage = stream_usage.usage();
+    } else {
+        usage = metrics::parseUsageJson(answer_copy);
+    }
+    if (usage) {
+        m.prompt_tokens.with({backend_name, rank_label}).inc(usage->prompt_tokens);
+        m.cached_prompt_tokens.with({backend_name, rank_label}).inc(usage->cached_prompt_tokens);
+        m.completion_tokens.with({backend_name, rank_label}).inc(usage->completion_tokens);
     }
 
     if (parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {

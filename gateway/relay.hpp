@@ -9,6 +9,7 @@
 #pragma once
 
 #include "admission/verdict.hpp"
+#include "conf/key_store.hpp"
 #include "gateway/client_session.hpp"
 #include "gateway/upstream_pool.hpp"
 
@@ -20,7 +21,13 @@ namespace dpgate::gateway {
 
 class Relay {
 public:
-    Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive);
+    // `key` is the client's authenticated key (null when auth is optional and
+    // none was sent); a trusted key may pin X-data-parallel-rank itself.
+    Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive,
+          const conf::KeyInfo* key);
+
+    // Records the request's outcome in the metrics.
+    ~Relay();
 
     // Returns whether the client connection may serve another request.
     awaitable<bool> run();
@@ -43,7 +50,10 @@ private:
     ClientRequest& request_;
     std::string request_id_;
     bool keep_alive_;
+    const conf::KeyInfo* key_;
     std::shared_ptr<ClientWatch> watch_;
+    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    unsigned status_ = 0;  // what the client was answered; 0 = nothing (it left)
     std::string upstream_head_;
     std::array<net::const_buffer, 4> upstream_buffers_;
 };

@@ -33,7 +33,11 @@ std::shared_ptr<const admission::Tokenizer> loadTokenizer(const conf::ModelConfi
 }  // namespace
 
 Server::Server(conf::Config config)
-    : config_(withThreads(std::move(config))), tokenizer_(loadTokenizer(config_.model)), backends_(config_) {
+    : config_(withThreads(std::move(config))),
+      tokenizer_(loadTokenizer(config_.model)),
+      keys_(config_.auth, config_.admin),
+      key_limiter_(config_.auth),
+      backends_(config_) {
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
 

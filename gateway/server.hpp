@@ -4,7 +4,10 @@
 
 #include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
+#include "conf/key_limiter.hpp"
+#include "conf/key_store.hpp"
 #include "gateway/backend_registry.hpp"
+#include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
 
 #include <atomic>
@@ -28,6 +31,9 @@ public:
 
     const conf::Config& config() const { return config_; }
     BackendRegistry& backends() { return backends_; }
+    const conf::KeyStore& keys() const { return keys_; }
+    metrics::GatewayMetrics& metrics() { return metrics_; }
+    conf::KeyLimiter& keyLimiter() { return key_limiter_; }
     // Null when no tokenizer is configured: admission then admits only what
     // fits the window by the byte bound and answers 503 for the rest.
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
@@ -41,6 +47,9 @@ private:
 
     conf::Config config_;
     std::shared_ptr<const admission::Tokenizer> tokenizer_;
+    conf::KeyStore keys_;
+    metrics::GatewayMetrics metrics_;
+    conf::KeyLimiter key_limiter_;
     BackendRegistry backends_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.

@@ -109,7 +109,7 @@ def test_stream_chunks_arrive_while_the_backend_generates():
 
 def test_models_and_health_are_answered_by_dpgate(pair):
     gw, _, _ = pair
-    status, _, models = http_json(gw.port, "GET", "/v1/models")
+    status, _, models = gw.json("GET", "/v1/models")
     assert status == 200
     assert models["object"] == "list"
     entry = models["data"][0]
@@ -127,7 +127,7 @@ def test_public_window_is_lowered_to_the_smallest_backend_window():
         with Gateway(config) as gw:
             deadline = time.monotonic() + 5
             while True:
-                window = http_json(gw.port, "GET", "/v1/models")[2]["data"][0]["max_model_len"]
+                window = gw.json("GET", "/v1/models")[2]["data"][0]["max_model_len"]
                 if window == 524288 or time.monotonic() > deadline:
                     break
                 time.sleep(0.05)
@@ -250,7 +250,7 @@ def test_slow_header_is_cut_at_the_header_deadline():
             assert reply == b"", "a request whose header missed its deadline gets no answer"
             assert 0.7 < elapsed < 2.5, f"cut after {elapsed:.2f}s; the header deadline is 0.8s"
             # The gateway still serves everyone else.
-            assert http_json(gw.port, "GET", "/v1/models")[0] == 200
+            assert gw.json("GET", "/v1/models")[0] == 200
 
 
 def test_keep_alive_serves_many_requests_on_one_connection(pair):
@@ -377,7 +377,8 @@ def test_pipelined_requests_are_answered_in_order(pair):
     one = json.dumps(chat_body("first", max_tokens=1)).encode()
     req = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
            b"Authorization: Bearer " + CLIENT_KEY.encode() + b"\r\nContent-Length: %d\r\n\r\n" % len(one) + one)
-    last = b"GET /v1/models HTTP/1.1\r\nHost: x\r\nConnection: close\r\n\r\n"
+    last = (b"GET /v1/models HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + CLIENT_KEY.encode() +
+            b"\r\nConnection: close\r\n\r\n")
     reply = gw.raw(req + req + last, timeout=10)
     assert reply.count(b"HTTP/1.1 200 OK") == 3, reply[:500]
 

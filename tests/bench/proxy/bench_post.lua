@@ -4,6 +4,7 @@
 wrk.method = "POST"
 wrk.path = "/v1/chat/completions"
 wrk.headers["Content-Type"] = "application/json"
+wrk.headers["Authorization"] = "Bearer sk-dpgate-local"
 wrk.body = '{"model":"ds-v4.1-flash-1017","max_tokens":16,' ..
            '"messages":[{"role":"system","content":"You are a helpful assistant."},' ..
            '{"role":"user","content":"Say hello to the gateway benchmark in a few words."}]}'

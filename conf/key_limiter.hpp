@@ -1,0 +1,64 @@
+// Per-key limits from the keys file: max_concurrent requests in flight and
+// requests_per_min. Pure and clock-injected: the caller passes `now_ms`
+// from a steady clock, so tests drive time by hand. Thread-safe: the set of
+// keys is fixed at construction and each key has its own mutex, so two
+// keys never contend.
+//
+// requests_per_min is a token bucket: it holds at most requests_per_min
+// requests (a full minute's quota may come as one burst), starts full, and
+// refills continuously at requests_per_min per 60 s. Integer arithmetic in
+// units of 1/60000 request, so refill per millisecond is exactly
+// requests_per_min units and nothing drifts.
+#pragma once
+
+#include "conf/config.hpp"
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <string_view>
+
+namespace dpgate::conf {
+
+struct Admission {
+    bool allowed = true;
+    // For the Retry-After header on a 429; 0 when allowed. At least 1.
+    // For max_concurrent it is 1: when a stream ends cannot be known.
+    uint32_t retry_after_seconds = 0;
+    std::string_view reason;  // "" | "max_concurrent" | "requests_per_min"
+};
+
+class KeyLimiter {
+public:
+    explicit KeyLimiter(const AuthConfig& auth);
+
+    // Allowed: the caller holds one slot and must call release(key_name)
+    // exactly once when the request ends (response fully sent or aborted).
+    // Denied: nothing is held, no request is counted against the minute.
+    // Unknown names are allowed and not tracked (release is then a no-op).
+    Admission tryAcquire(std::string_view key_name, uint64_t now_ms);
+    void release(std::string_view key_name);
+
+    // Requests of this key now in flight (for metrics and tests).
+    uint32_t inFlight(std::string_view key_name) const;
+
+private:
+    struct State {
+        std::mutex mutex;
+        uint32_t max_concurrent = 0;    // 0 = unlimited
+        uint32_t requests_per_min = 0;  // 0 = unlimited
+        uint32_t in_flight = 0;
+        uint64_t bucket_units = 0;
+        uint64_t last_refill_ms = 0;
+        bool started = false;
+    };
+
+    State* find(std::string_view key_name) const;
+
+    // Built once; only the States change afterwards.
+    std::map<std::string, std::unique_ptr<State>, std::less<>> states_;
+};
+
+}  // namespace dpgate::conf

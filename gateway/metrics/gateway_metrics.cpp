@@ -1,0 +1,71 @@
+#include "gateway/metrics/gateway_metrics.hpp"
+
+namespace dpgate::metrics {
+
+const std::vector<double>& GatewayMetrics::requestDurationBuckets() {
+    static const std::vector<double> b{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
+                                       30,    60,   120,   300,  600, 1200, 1800, 3600};
+    return b;
+}
+
+const std::vector<double>& GatewayMetrics::timeToFirstByteBuckets() {
+    static const std::vector<double> b{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1,   2.5,  5,
+                                       10,   20,    30,   60,  120,  300, 600, 1200, 1800};
+    return b;
+}
+
+const std::vector<double>& GatewayMetrics::admissionBuckets() {
+    // Admission tokenizes the prompt: microseconds for a chat turn, up to
+    // seconds for a 1M-token document.
+    static const std::vector<double> b{0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01,
+                                       0.025,  0.05,    0.1,    0.25,  0.5,    1,     2.5};
+    return b;
+}
+
+GatewayMetrics::GatewayMetrics()
+    : requests(registry.counter("dpgate_requests_total", "Requests answered, by endpoint and HTTP status code.",
+                                {"endpoint", "code"})),
+      request_duration_seconds(registry
+                                   .histogram("dpgate_request_duration_seconds",
+                                              "Time from request received to last response byte sent.",
+                                              requestDurationBuckets())
+                                   .with({})),
+      time_to_first_byte_seconds(registry
+                                     .histogram("dpgate_time_to_first_byte_seconds",
+                                                "Time from request received to first response byte from upstream.",
+                                                timeToFirstByteBuckets())
+                                     .with({})),
+      admission_rejections(registry.counter("dpgate_admission_rejections_total",
+                                            "Requests refused before forwarding, by reason.", {"reason"})),
+      admission_seconds(registry
+                            .histogram("dpgate_admission_seconds",
+                                       "Time spent in admission (parsing, token counting, limits).",
+                                       admissionBuckets())
+                            .with({})),
+      prompt_tokens(registry.counter("dpgate_prompt_tokens_total",
+                                     "Prompt tokens reported by upstream usage, per backend and DP rank.",
+                                     {"backend", "rank"})),
+      cached_prompt_tokens(registry.counter(
+          "dpgate_cached_prompt_tokens_total",
+          "Prompt tokens served from the prefix cache (usage.prompt_tokens_details.cached_tokens), per backend and DP "
+          "rank.",
+          {"backend", "rank"})),
+      completion_tokens(registry.counter("dpgate_completion_tokens_total",
+                                         "Completion tokens reported by upstream usage, per backend and DP rank.",
+                                         {"backend", "rank"})),
+      inflight_requests(registry.gauge("dpgate_inflight_requests",
+                                       "Requests currently forwarded to each backend and DP rank.",
+                                       {"backend", "rank"})),
+      backend_up(registry.gauge("dpgate_backend_up", "1 if the backend passes health checks, else 0; role is primary or standby.",
+                                {"backend", "role"})),
+      upstream_retries(
+          registry.counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")
+              .with({})),
+      flips(registry.counter("dpgate_flips_total", "Primary/standby flips performed.").with({})),
+      public_window_tokens(
+          registry.gauge("dpgate_public_window_tokens", "Context window advertised to clients, in tokens.").with({})),
+      stream_aborts(registry.counter("dpgate_stream_aborts_total",
+                                     "Streams cut before completion, by the side that went away (client or upstream).",
+                                     {"side"})) {}
+
+}  // namespace dpgate::metrics

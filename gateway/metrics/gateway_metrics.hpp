@@ -1,0 +1,46 @@
+// Every metric dpgate exports, declared once. The gateway holds one instance
+// and updates through cached children, e.g.
+//   auto& prompt = metrics.prompt_tokens.with({backend, rank});  // once per slot
+//   prompt.inc(usage.prompt_tokens);                             // per request
+// Families without labels are exposed as their single child.
+#pragma once
+
+#include "gateway/metrics/registry.hpp"
+
+#include <string>
+#include <vector>
+
+namespace dpgate::metrics {
+
+struct GatewayMetrics {
+    GatewayMetrics();
+    GatewayMetrics(const GatewayMetrics&) = delete;
+    GatewayMetrics& operator=(const GatewayMetrics&) = delete;
+
+    std::string render() const { return registry.render(); }
+
+    Registry registry;  // declared first: the references below point into it
+
+    CounterFamily& requests;                // dpgate_requests_total{endpoint,code}
+    Histogram& request_duration_seconds;    // dpgate_request_duration_seconds
+    Histogram& time_to_first_byte_seconds;  // dpgate_time_to_first_byte_seconds
+    CounterFamily& admission_rejections;    // dpgate_admission_rejections_total{reason}
+    Histogram& admission_seconds;           // dpgate_admission_seconds
+    CounterFamily& prompt_tokens;           // dpgate_prompt_tokens_total{backend,rank}
+    CounterFamily& cached_prompt_tokens;    // dpgate_cached_prompt_tokens_total{backend,rank}
+    CounterFamily& completion_tokens;       // dpgate_completion_tokens_total{backend,rank}
+    GaugeFamily& inflight_requests;         // dpgate_inflight_requests{backend,rank}
+    GaugeFamily& backend_up;                // dpgate_backend_up{backend,role}
+    Counter& upstream_retries;              // dpgate_upstream_retries_total
+    Counter& flips;                         // dpgate_flips_total
+    Gauge& public_window_tokens;            // dpgate_public_window_tokens
+    CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
+
+    // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
+    // takes minutes, and queueing behind one can take several more.
+    static const std::vector<double>& requestDurationBuckets();
+    static const std::vector<double>& timeToFirstByteBuckets();
+    static const std::vector<double>& admissionBuckets();
+};
+
+}  // namespace dpgate::metrics

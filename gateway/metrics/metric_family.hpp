@@ -1,0 +1,180 @@
+// Prometheus-style metrics without a global lock on the hot path. A family
+// (name, help, label names) owns one child per label-value tuple; a child is
+// created once under the family's own lock and lives as long as the family,
+// so callers cache the reference and each update is a relaxed atomic add.
+// Rendering walks the children and may lock (it runs on a scrape, not per
+// request).
+#pragma once
+
+#include <atomic>
+#include <cstdint>
+#include <initializer_list>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace dpgate::metrics {
+
+// Monotonic count (requests, tokens). Integer-valued: everything dpgate
+// counts is a whole number, and an integer add is one instruction.
+class Counter {
+public:
+    void inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+    uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+    // A cache line each: children of one family are updated from different
+    // worker threads and must not false-share.
+    alignas(64) std::atomic<uint64_t> value_{0};
+};
+
+// A value that goes up and down (in-flight requests, up/down, window size).
+class Gauge {
+public:
+    void set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
+    void inc(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
+    void dec(int64_t n = 1) { value_.fetch_sub(n, std::memory_order_relaxed); }
+    int64_t value() const { return value_.load(std::memory_order_relaxed); }
+
+private:
+    alignas(64) std::atomic<int64_t> value_{0};
+};
+
+// Fixed upper bounds, ascending; +Inf is implicit. Buckets are stored
+// per-interval (not cumulative) so an observation touches one bucket; the
+// count is the sum of the buckets at render time, which keeps _count equal to
+// the +Inf bucket in every scrape.
+class Histogram {
+public:
+    // Bounds must be ascending and finite (checked by the family).
+    explicit Histogram(std::vector<double> upper_bounds);
+
+    void observe(double value);
+
+    struct Snapshot {
+        std::vector<uint64_t> cumulative;  // one per bound, then +Inf
+        double sum = 0;
+        uint64_t count = 0;
+    };
+    Snapshot snapshot() const;
+    const std::vector<double>& upperBounds() const { return upper_bounds_; }
+
+private:
+    std::vector<double> upper_bounds_;
+    std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // size bounds + 1
+    std::atomic<double> sum_{0};
+};
+
+enum class MetricType { counter, gauge, histogram };
+
+class FamilyBase {
+public:
+    FamilyBase(std::string name, std::string help, std::vector<std::string> label_names, MetricType type);
+    virtual ~FamilyBase() = default;
+    FamilyBase(const FamilyBase&) = delete;
+    FamilyBase& operator=(const FamilyBase&) = delete;
+
+    const std::string& name() const { return name_; }
+    const std::string& help() const { return help_; }
+    MetricType type() const { return type_; }
+    const std::vector<std::string>& labelNames() const { return label_names_; }
+
+    // Appends this family in text format 0.0.4 (HELP, TYPE, one line per
+    // child, or per bucket/_sum/_count for histograms).
+    void render(std::string& out) const;
+
+protected:
+    // Children sorted by label values: a scrape is deterministic.
+    using LabelValues = std::vector<std::string>;
+    void checkArity(size_t n) const;
+    virtual void renderChildren(std::string& out) const = 0;
+    // `name{a="x",b="y"` without the closing brace (histograms append le).
+    void appendSeriesStart(std::string& out, std::string_view suffix, const LabelValues& values) const;
+    // One full sample line: `name{labels} value` (no braces without labels).
+    void appendSample(std::string& out, std::string_view suffix, const LabelValues& values, double value) const;
+
+    mutable std::shared_mutex mutex_;
+
+private:
+    std::string name_;
+    std::string help_;
+    std::vector<std::string> label_names_;
+    MetricType type_;
+};
+
+template <typename Child>
+class Family : public FamilyBase {
+public:
+    using FamilyBase::FamilyBase;
+
+    // The child for these label values, created on first use. The reference
+    // stays valid for the family's lifetime: cache it on the hot path.
+    // Throws std::invalid_argument if the number of values is wrong
+    // (a programmer error, not input).
+    Child& with(std::initializer_list<std::string_view> values) { return with(LabelValues(values.begin(), values.end())); }
+    Child& with(const LabelValues& values);
+
+protected:
+    virtual std::unique_ptr<Child> makeChild() const {
+        if constexpr (std::is_default_constructible_v<Child>)
+            return std::make_unique<Child>();
+        else
+            return nullptr;  // HistogramFamily overrides: children need the bounds
+    }
+    void renderChildren(std::string& out) const override;
+
+    std::map<LabelValues, std::unique_ptr<Child>> children_;
+};
+
+class HistogramFamily : public Family<Histogram> {
+public:
+    HistogramFamily(std::string name, std::string help, std::vector<std::string> label_names,
+                    std::vector<double> upper_bounds);
+    const std::vector<double>& upperBounds() const { return upper_bounds_; }
+
+protected:
+    std::unique_ptr<Histogram> makeChild() const override { return std::make_unique<Histogram>(upper_bounds_); }
+    void renderChildren(std::string& out) const override;
+
+private:
+    std::vector<double> upper_bounds_;
+};
+
+using CounterFamily = Family<Counter>;
+using GaugeFamily = Family<Gauge>;
+
+// Prometheus number formatting: shortest round-trip decimal, +Inf/-Inf/NaN.
+void appendNumber(std::string& out, double value);
+// Escapes a label value (backslash, double quote, newline).
+void appendEscapedLabelValue(std::string& out, std::string_view value);
+// Escapes HELP text (backslash, newline).
+void appendEscapedHelp(std::string& out, std::string_view help);
+
+template <typename Child>
+Child& Family<Child>::with(const LabelValues& values) {
+    checkArity(values.size());
+    {
+        std::shared_lock lock(mutex_);
+        auto it = children_.find(values);
+        if (it != children_.end()) return *it->second;
+    }
+    std::unique_lock lock(mutex_);
+    auto [it, inserted] = children_.try_emplace(values);
+    if (inserted) it->second = makeChild();
+    return *it->second;
+}
+
+template <typename Child>
+void Family<Child>::renderChildren(std::string& out) const {
+    // Counters and gauges; histograms override.
+    if constexpr (requires(const Child& c) { c.value(); }) {
+        for (const auto& [values, child] : children_) appendSample(out, "", values, static_cast<double>(child->value()));
+    }
+}
+
+}  // namespace dpgate::metrics

@@ -1,0 +1,87 @@
+// Reads OpenAI-style `usage` from upstream responses so tokens can be
+// counted per slot: from a whole non-stream JSON body, or incrementally from
+// an SSE stream fed in arbitrary chunks. Pure (bytes in, facts out), never
+// throws on input: malformed JSON or framing just yields no usage.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dpgate::metrics {
+
+struct Usage {
+    uint64_t prompt_tokens = 0;
+    uint64_t completion_tokens = 0;
+    uint64_t cached_prompt_tokens = 0;  // prompt_tokens_details.cached_tokens; 0 when absent
+    bool operator==(const Usage&) const = default;
+};
+
+// The `usage` object of a JSON document (a non-stream response, or one SSE
+// event's data). Present when `usage` is an object holding prompt_tokens or
+// completion_tokens as non-negative integers; a missing field reads as 0.
+std::optional<Usage> parseUsageJson(std::string_view json) noexcept;
+
+// True for the extra chunk `stream_options.include_usage` adds at the end:
+// `"choices": []` together with a `usage` object.
+bool isUsageOnlyChunk(std::string_view json) noexcept;
+
+// The data of one SSE event (its `data:` lines joined by '\n', one leading
+// space after the colon removed), given the event's raw bytes.
+std::string sseEventData(std::string_view event);
+
+// Incremental SSE scanner. Events end at a blank line (LF, CRLF or CR line
+// endings, split anywhere across feed() calls). Memory is bounded: at most
+// one event is held, and an event larger than max_event_bytes is passed on
+// unparsed.
+//
+// Two modes, chosen per stream:
+//   observe(bytes)          accounting only; the caller forwards its own bytes.
+//   filter(bytes, forward)  appends to `forward` the bytes the client should
+//                           see: the input minus the usage-only event. For
+//                           streams where dpgate itself asked upstream for
+//                           include_usage. Bytes of an unfinished event are
+//                           held until it ends (or grows past the cap).
+// Call finish() at end of stream: it releases a trailing unterminated event
+// (forwarded verbatim in filter mode, never dropped).
+class SseUsageParser {
+public:
+    static constexpr size_t kDefaultMaxEventBytes = 1 << 20;
+
+    explicit SseUsageParser(size_t max_event_bytes = kDefaultMaxEventBytes) : max_event_bytes_(max_event_bytes) {}
+
+    void observe(std::string_view bytes);
+    void filter(std::string_view bytes, std::string& forward);
+    void finish(std::string* forward = nullptr);
+
+    // The last usage seen (the final chunk's, normally).
+    const std::optional<Usage>& usage() const { return usage_; }
+    // Whether a usage-only event was seen / removed from the forwarded bytes.
+    bool sawUsageOnlyChunk() const { return saw_usage_only_; }
+    size_t droppedEvents() const { return dropped_events_; }
+    // True after data: [DONE].
+    bool sawDone() const { return saw_done_; }
+    // Bytes currently held (for tests of the memory bound).
+    size_t heldBytes() const { return event_.size(); }
+
+private:
+    void feed(std::string_view bytes, std::string* forward);
+    // Returns true if the event is to be dropped from the forwarded stream.
+    bool onEvent(std::string_view event, bool filtering);
+
+    size_t max_event_bytes_;
+    std::string event_;           // current event's raw bytes, terminators included
+    size_t line_bytes_ = 0;       // bytes in the current line before its terminator
+    bool pending_cr_ = false;     // last byte was CR: a following LF is part of it
+    bool overflowed_ = false;     // current event exceeded the cap: pass it through
+    bool cr_ended_event_ = false; // that CR was the blank line ending an event
+    bool last_dropped_ = false;   // the event that just ended was dropped (its CRLF's LF too)
+    std::optional<Usage> usage_;
+    bool saw_usage_only_ = false;
+    bool saw_done_ = false;
+    size_t dropped_events_ = 0;
+};
+
+}  // namespace dpgate::metrics

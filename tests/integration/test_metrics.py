@@ -1,0 +1,68 @@
+"""dpgate's own /metrics and the proxied backend /metrics, after a scripted
+conversation, through the real processes."""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+
+import pytest
+
+from harness import MODEL, Gateway, Sim, gateway_config, http_request
+
+CHAT = "/v1/chat/completions"
+
+
+def sample(page: str, name: str, **labels) -> float:
+    total = 0.0
+    for line in page.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total
+
+
+def test_metrics_count_requests_refusals_and_per_rank_cache():
+    with Sim() as sim:
+        with Gateway(gateway_config([("primary", sim, "primary")])) as gw:
+            messages = [{"role": "system", "content": "You are terse. " * 100},
+                        {"role": "user", "content": "first question"}]
+            routes = set()
+            for turn in range(4):
+                body = {"model": MODEL, "max_tokens": 3, "messages": messages, "stream": turn % 2 == 1,
+                        "stream_options": {"include_usage": True}}
+                status, headers, _ = gw.request("POST", CHAT, body)
+                assert status == 200
+                routes.add(headers["x-dpgate-route"])
+                messages = messages + [{"role": "assistant", "content": f"answer {turn}"},
+                                       {"role": "user", "content": f"question {turn}"}]
+            assert len(routes) == 1
+            backend, rank = routes.pop().split("/")
+            assert gw.json("POST", CHAT, {"model": "nope", "messages": [{"role": "user", "content": "x"}]})[0] == 404
+
+            status, headers, raw = http_request(gw.admin_port, "GET", "/metrics",
+                                                {"Authorization": "Bearer admin-dpgate-local"})
+            page = raw.decode()
+            assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
+            assert sample(page, "dpgate_requests_total", endpoint=CHAT, code="200") == 4
+            assert sample(page, "dpgate_admission_rejections_total", reason="model_not_found") == 1
+            prompt = sample(page, "dpgate_prompt_tokens_total", backend=backend, rank=rank)
+            cached = sample(page, "dpgate_cached_prompt_tokens_total", backend=backend, rank=rank)
+            assert prompt > 0 and 0 < cached < prompt, (prompt, cached)
+            assert sample(page, "dpgate_completion_tokens_total", backend=backend, rank=rank) == 12
+            assert sample(page, "dpgate_time_to_first_byte_seconds_count") == 4
+            assert sample(page, "dpgate_backend_up", backend="primary", role="primary") == 1
+            assert sample(page, "dpgate_public_window_tokens") == 1048576
+            if shutil.which("promtool"):
+                check = subprocess.run(["promtool", "check", "metrics"], input=page, capture_output=True, text=True)
+                assert check.returncode == 0, check.stdout + check.stderr
+
+            status, _, raw = http_request(gw.admin_port, "GET", "/backends/primary/metrics",
+                                          {"Authorization": "Bearer admin-dpgate-local"})
+            assert status == 200
+            engines = set(re.findall(r'vllm:prefix_cache_hits_total\{[^}]*engine="(\d)"', raw.decode()))
+            assert engines == {str(r) for r in range(8)}
+            assert http_request(gw.admin_port, "GET", "/backends/nope/metrics",
+                                {"Authorization": "Bearer admin-dpgate-local"})[0] == 404

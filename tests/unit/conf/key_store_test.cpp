@@ -1,0 +1,159 @@
+#include "conf/key_store.hpp"
+
+#include "conf/config.hpp"
+#include "conf/sha256_hex.hpp"
+#include "conf_test_util.hpp"
+
+#include <gtest/gtest.h>
+
+namespace dpgate::conf {
+namespace {
+
+using test::TempDir;
+
+AuthConfig twoKeys() {
+    AuthConfig auth;
+    auth.keys.push_back(AuthKey{"alice", sha256Hex("sk-alice"), false, 0, 0});
+    auth.keys.push_back(AuthKey{"ci-bot", sha256Hex("sk-ci"), true, 4, 60});
+    return auth;
+}
+
+TEST(BearerToken, AcceptsTheBearerSchemeInAnyCase) {
+    EXPECT_EQ(bearerToken("Bearer abc"), "abc");
+    EXPECT_EQ(bearerToken("bearer abc"), "abc");
+    EXPECT_EQ(bearerToken("BEARER abc"), "abc");
+    EXPECT_EQ(bearerToken("  Bearer   abc \t"), "abc");  // OWS around, 1*SP after the scheme
+    EXPECT_EQ(bearerToken("Bearer\tabc"), "abc");
+}
+
+TEST(BearerToken, RefusesEverythingElse) {
+    EXPECT_EQ(bearerToken(""), std::nullopt);
+    EXPECT_EQ(bearerToken("   "), std::nullopt);
+    EXPECT_EQ(bearerToken("Bearer"), std::nullopt);
+    EXPECT_EQ(bearerToken("Bearer "), std::nullopt);
+    EXPECT_EQ(bearerToken("Bearerabc"), std::nullopt);
+    EXPECT_EQ(bearerToken("Basic YWxpY2U6cHc="), std::nullopt);
+    EXPECT_EQ(bearerToken("abc"), std::nullopt);
+    EXPECT_EQ(bearerToken("Bearer a b"), std::nullopt);
+    EXPECT_EQ(bearerToken(std::string_view("Bearer a\0b", 10)), std::nullopt);
+    EXPECT_EQ(bearerToken("Token abc"), std::nullopt);
+}
+
+TEST(KeyStore, RightKeyGivesItsNameAndLimits) {
+    const KeyStore store(twoKeys(), AdminConfig{});
+    EXPECT_EQ(store.keyCount(), 2u);
+    EXPECT_EQ(store.authenticate("Bearer sk-alice"), (KeyInfo{"alice", false, 0, 0}));
+    EXPECT_EQ(store.authenticate("bearer sk-ci"), (KeyInfo{"ci-bot", true, 4, 60}));
+}
+
+TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {
+    const KeyStore store(twoKeys(), AdminConfig{});
+    EXPECT_EQ(store.authenticate("Bearer sk-alicE"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer sk-alice2"), std::nullopt);
+    EXPECT_EQ(store.authenticate(""), std::nullopt);
+    EXPECT_EQ(store.authenticate("sk-alice"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Basic sk-alice"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer sk-alice extra"), std::nullopt);
+    // The hash itself is not a key.
+    EXPECT_EQ(store.authenticate("Bearer " + sha256Hex("sk-alice")), std::nullopt);
+}
+
+TEST(KeyStore, UppercaseStoredHashStillMatches) {
+    AuthConfig auth;
+    std::string upper = sha256Hex("sk-x");
+    for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    auth.keys.push_back(AuthKey{"x", upper, false, 0, 0});
+    EXPECT_EQ(KeyStore(auth, {}).authenticate("Bearer sk-x")->name, "x");
+}
+
+TEST(KeyStore, TwoNamesWithTheSameHashResolveToTheFirst) {
+    AuthConfig auth = twoKeys();
+    auth.keys.push_back(AuthKey{"alice-again", sha256Hex("sk-alice"), true, 0, 0});
+    EXPECT_EQ(KeyStore(auth, {}).authenticate("Bearer sk-alice")->name, "alice");
+}
+
+TEST(KeyStore, NoKeysRefusesEveryone) {
+    const KeyStore store(AuthConfig{}, AdminConfig{});
+    EXPECT_EQ(store.authenticate("Bearer anything"), std::nullopt);
+    EXPECT_TRUE(store.required());
+    AuthConfig open;
+    open.required = false;
+    EXPECT_FALSE(KeyStore(open, {}).required());
+}
+
+TEST(KeyStore, BadStoredHashIsAConfigError) {
+    AuthConfig auth;
+    auth.keys.push_back(AuthKey{"bad", "1234", false, 0, 0});
+    try {
+        KeyStore store(auth, {});
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_STREQ(e.what(), "conf: auth.keys.bad: expected 64 hex digits (the SHA-256 of the key)");
+    }
+}
+
+TEST(KeyStore, AdminTokenFromHash) {
+    AdminConfig admin;
+    admin.token_sha256 = sha256Hex("admin-secret");
+    const KeyStore store(twoKeys(), admin);
+    EXPECT_TRUE(store.hasAdminToken());
+    EXPECT_TRUE(store.authenticateAdmin("Bearer admin-secret"));
+    EXPECT_TRUE(store.authenticateAdmin("bearer   admin-secret"));
+    EXPECT_FALSE(store.authenticateAdmin("Bearer admin-secreT"));
+    EXPECT_FALSE(store.authenticateAdmin("admin-secret"));
+    EXPECT_FALSE(store.authenticateAdmin(""));
+    // A client key is not the admin token, and the admin token is not a client key.
+    EXPECT_FALSE(store.authenticateAdmin("Bearer sk-alice"));
+    EXPECT_EQ(store.authenticate("Bearer admin-secret"), std::nullopt);
+}
+
+TEST(KeyStore, AdminTokenFromFileWithoutTrailingNewline) {
+    TempDir dir;
+    AdminConfig admin;
+    admin.token_file = dir.write("admin.token", "file-secret\r\n");
+    const KeyStore store(AuthConfig{}, admin);
+    EXPECT_TRUE(store.authenticateAdmin("Bearer file-secret"));
+    EXPECT_FALSE(store.authenticateAdmin("Bearer file-secret\r\n"));
+    EXPECT_FALSE(store.authenticateAdmin("Bearer file-secre"));
+
+    // Read once, at construction: changing the file later changes nothing.
+    dir.write("admin.token", "other\n");
+    EXPECT_TRUE(store.authenticateAdmin("Bearer file-secret"));
+    EXPECT_FALSE(store.authenticateAdmin("Bearer other"));
+}
+
+TEST(KeyStore, AdminTokenFileMissingOrEmptyIsAConfigError) {
+    TempDir dir;
+    AdminConfig admin;
+    admin.token_file = dir.path() + "/absent";
+    EXPECT_THROW(KeyStore(AuthConfig{}, admin), ConfigError);
+    admin.token_file = dir.write("empty", "\n");
+    try {
+        KeyStore store(AuthConfig{}, admin);
+        FAIL() << "no error";
+    } catch (const ConfigError& e) {
+        EXPECT_EQ(std::string(e.what()), "conf: admin.token_file: " + admin.token_file + " is empty");
+    }
+}
+
+TEST(KeyStore, NoAdminTokenMeansNoAdmin) {
+    const KeyStore store(twoKeys(), AdminConfig{});
+    EXPECT_FALSE(store.hasAdminToken());
+    EXPECT_FALSE(store.authenticateAdmin("Bearer "));
+    EXPECT_FALSE(store.authenticateAdmin("Bearer sk-alice"));
+    EXPECT_FALSE(store.authenticateAdmin(""));
+}
+
+// The promise: the demo config's key works out of the box.
+TEST(KeyStore, DemoConfigKeyWorks) {
+    const Config config =
+        loadConfigFile(std::string(DPGATE_SOURCE_DIR) + "/conf/examples/local.yaml", {.check_files = false});
+    const KeyStore store(config.auth, config.admin);
+    const std::optional<KeyInfo> info = store.authenticate("Bearer sk-dpgate-local");
+    ASSERT_TRUE(info);
+    EXPECT_EQ(info->name, "local-demo");
+    EXPECT_EQ(store.authenticate("Bearer sk-dpgate-locaL"), std::nullopt);
+}
+
+}  // namespace
+}  // namespace dpgate::conf

@@ -1,0 +1,229 @@
+#include "gateway/metrics/usage_parser.hpp"
+
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+namespace dpgate::metrics {
+namespace {
+
+const std::string kChunk1 =
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"ds-v4.1-flash-1017\","
+    "\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\",\"content\":\"\"}}],\"usage\":null}\n\n";
+const std::string kChunk2 =
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"ds-v4.1-flash-1017\","
+    "\"choices\":[{\"index\":0,\"delta\":{\"content\":\"The \\\"usage\\\": {x} field\"}}],\"usage\":null}\n\n";
+const std::string kChunkStop =
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"ds-v4.1-flash-1017\","
+    "\"choices\":[{\"index\":0,\"delta\":{},\"finish_reason\":\"stop\"}],\"usage\":null}\n\n";
+const std::string kUsageChunk =
+    "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"model\":\"ds-v4.1-flash-1017\",\"choices\":[],"
+    "\"usage\":{\"prompt_tokens\":1200,\"total_tokens\":1242,\"completion_tokens\":42,"
+    "\"prompt_tokens_details\":{\"cached_tokens\":1024}}}\n\n";
+const std::string kDone = "data: [DONE]\n\n";
+
+const Usage kExpected{.prompt_tokens = 1200, .completion_tokens = 42, .cached_prompt_tokens = 1024};
+
+std::string stream() { return kChunk1 + kChunk2 + kChunkStop + kUsageChunk + kDone; }
+std::string streamWithoutUsage() { return kChunk1 + kChunk2 + kChunkStop + kDone; }
+
+std::string toCrlf(const std::string& s) {
+    std::string out;
+    for (char c : s) {
+        if (c == '\n') out += '\r';
+        out += c;
+    }
+    return out;
+}
+
+TEST(ParseUsageJson, NonStreamBody) {
+    const std::string body =
+        "{\"id\":\"x\",\"object\":\"chat.completion\",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+        "\"content\":\"hi\"},\"finish_reason\":\"stop\"}],\"usage\":{\"prompt_tokens\":10,\"completion_tokens\":2,"
+        "\"total_tokens\":12,\"prompt_tokens_details\":{\"cached_tokens\":8}}}";
+    EXPECT_EQ(parseUsageJson(body), (Usage{10, 2, 8}));
+}
+
+TEST(ParseUsageJson, MissingDetailsMeansNoCachedTokens) {
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":5,"completion_tokens":1}})"), (Usage{5, 1, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":5,"prompt_tokens_details":null}})"), (Usage{5, 0, 0}));
+}
+
+TEST(ParseUsageJson, AbsentOrMalformedGivesNothingAndNeverThrows) {
+    for (const char* text : {"", "{", "null", "[]", "{\"usage\":null}", "{\"usage\":{}}", "{\"usage\":[1,2]}",
+                             "{\"usage\":{\"prompt_tokens\":-1}}", "{\"usage\":{\"prompt_tokens\":1.5}}",
+                             "{\"usage\":{\"prompt_tokens\":\"10\"}}", "{\"usage\":{\"prompt_tokens\":1}",
+                             "{\"usage\":{\"prompt_tokens\":99999999999999999999999}}", "\xff\xfe{}"}) {
+        EXPECT_FALSE(parseUsageJson(text).has_value()) << text;
+    }
+}
+
+TEST(IsUsageOnlyChunk, OnlyEmptyChoicesWithUsage) {
+    EXPECT_TRUE(isUsageOnlyChunk(R"({"choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1}})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[{"index":0}],"usage":{"prompt_tokens":1}})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"usage":null})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"usage":{"prompt_tokens":1}})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"usage":{"prompt_tokens":1})"));  // truncated
+}
+
+TEST(SseEventData, JoinsDataLinesAndStripsOneSpace) {
+    EXPECT_EQ(sseEventData("data: a\ndata:b\ndata:  c\n\n"), "a\nb\n c");
+    EXPECT_EQ(sseEventData("event: x\r\nid: 1\r\n: comment\r\ndata: {}\r\n\r\n"), "{}");
+    EXPECT_EQ(sseEventData("database: no\ndata\n\n"), "");
+    EXPECT_EQ(sseEventData("data: a\rdata: b\r\r"), "a\nb");
+}
+
+TEST(SseUsageParser, FindsUsageInWholeStream) {
+    SseUsageParser p;
+    p.observe(stream());
+    p.finish();
+    EXPECT_EQ(p.usage(), kExpected);
+    EXPECT_TRUE(p.sawUsageOnlyChunk());
+    EXPECT_TRUE(p.sawDone());
+    EXPECT_EQ(p.heldBytes(), 0u);
+}
+
+TEST(SseUsageParser, NoUsageInStream) {
+    SseUsageParser p;
+    std::string forward;
+    p.filter(streamWithoutUsage(), forward);
+    p.finish(&forward);
+    EXPECT_FALSE(p.usage().has_value());
+    EXPECT_FALSE(p.sawUsageOnlyChunk());
+    EXPECT_EQ(forward, streamWithoutUsage());
+}
+
+// Every split point, in both modes and both line-ending styles: the relay's
+// 64 KiB reads cut events anywhere.
+void checkEverySplit(const std::string& input, const std::string& expected_forward) {
+    for (size_t cut = 0; cut <= input.size(); ++cut) {
+        SseUsageParser observer;
+        observer.observe(std::string_view(input).substr(0, cut));
+        observer.observe(std::string_view(input).substr(cut));
+        observer.finish();
+        ASSERT_EQ(observer.usage(), kExpected) << "observe, cut at " << cut;
+
+        SseUsageParser filter;
+        std::string forward;
+        filter.filter(std::string_view(input).substr(0, cut), forward);
+        filter.filter(std::string_view(input).substr(cut), forward);
+        filter.finish(&forward);
+        ASSERT_EQ(filter.usage(), kExpected) << "filter, cut at " << cut;
+        ASSERT_EQ(forward, expected_forward) << "filter, cut at " << cut;
+        ASSERT_EQ(filter.droppedEvents(), 1u);
+    }
+}
+
+TEST(SseUsageParser, EverySplitPointLf) {
+    checkEverySplit(stream(), streamWithoutUsage());
+}
+
+TEST(SseUsageParser, EverySplitPointCrlf) {
+    checkEverySplit(toCrlf(stream()), toCrlf(streamWithoutUsage()));
+}
+
+TEST(SseUsageParser, ByteAtATimeCr) {
+    std::string cr_stream = stream();
+    for (char& c : cr_stream)
+        if (c == '\n') c = '\r';
+    std::string expected = streamWithoutUsage();
+    for (char& c : expected)
+        if (c == '\n') c = '\r';
+    SseUsageParser p;
+    std::string forward;
+    for (char c : cr_stream) p.filter(std::string_view(&c, 1), forward);
+    p.finish(&forward);
+    EXPECT_EQ(p.usage(), kExpected);
+    EXPECT_EQ(forward, expected);
+}
+
+TEST(SseUsageParser, MultiLineDataIsJoined) {
+    const std::string multi =
+        "data: {\"choices\":[],\n"
+        "data: \"usage\":\n"
+        "data: {\"prompt_tokens\":7,\"completion_tokens\":3,\"prompt_tokens_details\":{\"cached_tokens\":4}}}\n\n";
+    SseUsageParser p;
+    std::string forward;
+    p.filter(kChunk1 + multi + kDone, forward);
+    EXPECT_EQ(p.usage(), (Usage{7, 3, 4}));
+    EXPECT_EQ(forward, kChunk1 + kDone);
+}
+
+TEST(SseUsageParser, NullUsageShortcutDoesNotHideARealUsage) {
+    // The fast path skips events whose every "usage" is null; spacing and a
+    // nested null usage must not make it skip a real one.
+    const std::string spaced = "data: {\"choices\" : [ ], \"usage\" :\t{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n";
+    const std::string nested =
+        "data: {\"meta\":{\"usage\":null},\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\n";
+    SseUsageParser p;
+    std::string forward;
+    p.filter(spaced, forward);
+    EXPECT_EQ(p.usage(), (Usage{3, 1, 0}));
+    p.filter(nested, forward);
+    EXPECT_EQ(p.usage(), (Usage{4, 2, 0}));
+    EXPECT_EQ(forward, "");
+    EXPECT_EQ(p.droppedEvents(), 2u);
+}
+
+TEST(SseUsageParser, UsageOnEveryChunkIsNotDropped) {
+    // continuous_usage_stats: usage rides on content chunks; only the
+    // empty-choices chunk is the extra one.
+    const std::string chunk =
+        "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"a\"}}],"
+        "\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n";
+    SseUsageParser p;
+    std::string forward;
+    p.filter(chunk, forward);
+    EXPECT_EQ(forward, chunk);
+    EXPECT_EQ(p.usage(), (Usage{5, 1, 0}));
+    EXPECT_FALSE(p.sawUsageOnlyChunk());
+}
+
+TEST(SseUsageParser, MalformedEventsPassThroughUntouched) {
+    const std::string junk =
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":1\n\n"  // truncated JSON
+        "data: {\"usage\": {\"prompt_tokens\": \"x\"}, \"choices\": []}\n\n"
+        "data: \xff\xfe\n\n"
+        "\n\n\n"
+        ": keepalive\n\n";
+    SseUsageParser p;
+    std::string forward;
+    p.filter(junk, forward);
+    p.finish(&forward);
+    EXPECT_EQ(forward, junk);
+    EXPECT_FALSE(p.usage().has_value());
+}
+
+TEST(SseUsageParser, UnterminatedTailIsForwardedAndCounted) {
+    std::string tail = kUsageChunk.substr(0, kUsageChunk.size() - 2);  // no blank line
+    SseUsageParser p;
+    std::string forward;
+    p.filter(kChunk1 + tail, forward);
+    EXPECT_EQ(forward, kChunk1);  // held: it may still be completed
+    p.finish(&forward);
+    EXPECT_EQ(forward, kChunk1 + tail);
+    EXPECT_EQ(p.usage(), kExpected);
+}
+
+TEST(SseUsageParser, OversizedEventPassesThroughUnparsedWithBoundedMemory) {
+    constexpr size_t kCap = 1024;
+    // A usage-only event padded past the cap: forwarded, not parsed.
+    std::string big = "data: {\"choices\":[],\"pad\":\"" + std::string(5000, 'x') +
+                      "\",\"usage\":{\"prompt_tokens\":9,\"completion_tokens\":9}}\n\n";
+    SseUsageParser p(kCap);
+    std::string forward;
+    size_t max_held = 0;
+    const std::string input = big + kUsageChunk + kDone;
+    for (size_t i = 0; i < input.size(); i += 100) {
+        p.filter(std::string_view(input).substr(i, 100), forward);
+        max_held = std::max(max_held, p.heldBytes());
+    }
+    p.finish(&forward);
+    EXPECT_LE(max_held, kCap + 1);
+    EXPECT_EQ(forward, big + kDone);  // the oversized one kept, the normal usage chunk dropped
+    EXPECT_EQ(p.usage(), kExpected);
+}
+
+}  // namespace
+}  // namespace dpgate::metrics
