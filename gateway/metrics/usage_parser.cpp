@@ -77,12 +77,74 @@ bool onlyNullUsage(std::string_view event) {
     return true;
 }
 
+// The value of `key` in the top-level object of `json`, found by a
+// structural scan (strings and nesting respected) without building a DOM:
+// an answer's text may be long, its usage object is a few dozen bytes.
+// Empty when the key is absent or the document does not close (a cut
+// answer counts nothing).
+std::string_view topLevelValue(std::string_view json, std::string_view key) {
+    std::string_view found;
+    int depth = 0;
+    size_t i = 0;
+    const size_t n = json.size();
+    while (i < n) {
+        char c = json[i];
+        if (c == '"') {
+            size_t start = ++i;
+            while (i < n && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
+            if (i >= n) return {};
+            std::string_view token = json.substr(start, i - start);
+            ++i;
+            if (depth != 1 || token != key) continue;
+            while (i < n && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) ++i;
+            if (i >= n || json[i] != ':') continue;  // a string value, not a key
+            ++i;
+            while (i < n && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) ++i;
+            size_t value_start = i;
+            int value_depth = 0;
+            for (; i < n; ++i) {
+                char v = json[i];
+                if (v == '"') {
+                    ++i;
+                    while (i < n && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
+                } else if (v == '{' || v == '[') {
+                    ++value_depth;
+                } else if (v == '}' || v == ']') {
+                    if (value_depth == 0) break;
+                    if (--value_depth == 0) {
+                        ++i;
+                        break;
+                    }
+                } else if (v == ',' && value_depth == 0) {
+                    break;
+                }
+            }
+            if (found.empty()) found = json.substr(value_start, std::min(i, n) - value_start);
+            continue;
+        }
+        if (c == '{' || c == '[') ++depth;
+        if (c == '}' || c == ']') --depth;
+        ++i;
+    }
+    size_t last = json.find_last_not_of(" \t\r\n");
+    bool closed = depth == 0 && last != std::string_view::npos && json[last] == '}' && json.front() == '{';
+    return closed ? found : std::string_view();
+}
+
 }  // namespace
 
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
-    auto doc = parseObject(json);
-    if (!doc) return std::nullopt;
     try {
+        std::string_view usage = topLevelValue(json, "usage");
+        if (!usage.empty() && usage.front() == '{') {
+            auto object = parseObject(usage);
+            if (!object) return std::nullopt;
+            Json doc = Json::object();
+            doc["usage"] = std::move(*object);
+            return usageOf(doc);
+        }
+        auto doc = parseObject(json);
+        if (!doc) return std::nullopt;
         return usageOf(*doc);
     } catch (...) {
         return std::nullopt;

@@ -227,3 +227,16 @@ TEST(SseUsageParser, OversizedEventPassesThroughUnparsedWithBoundedMemory) {
 
 }  // namespace
 }  // namespace dpgate::metrics
+
+TEST(ParseUsageJson, OnlyTheTopLevelUsageCounts) {
+    // The answer's own text talks about usage; nested objects carry one too.
+    const std::string text =
+        R"({"choices":[{"message":{"content":"\"usage\":{\"prompt_tokens\":99}","usage":{"prompt_tokens":7}}}],)"
+        R"("usage" : {"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3}}})";
+    auto usage = dpgate::metrics::parseUsageJson(text);
+    ASSERT_TRUE(usage.has_value());
+    EXPECT_EQ(usage->prompt_tokens, 5u);
+    EXPECT_EQ(usage->completion_tokens, 2u);
+    EXPECT_EQ(usage->cached_prompt_tokens, 3u);
+    EXPECT_FALSE(dpgate::metrics::parseUsageJson(text.substr(0, text.size() - 1)).has_value());
+}
