@@ -62,6 +62,14 @@ awaitable<void> Worker::acceptLoop() {
             continue;
         }
         if (stopping_) continue;
+        // Beyond the limit a connection is closed at once: memory per
+        // connection is bounded, and so is their number.
+        if (server_.openConnections().load(std::memory_order_relaxed) >=
+            int64_t(server_.config().limits.max_connections)) {
+            error_code ignored;
+            socket.close(ignored);
+            continue;
+        }
         ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket)));
     }
 }

@@ -399,3 +399,26 @@ def test_concurrent_clients_do_not_disturb_each_other(pair):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_connections_beyond_max_connections_are_closed_at_once():
+    with Sim() as sim:
+        config = gateway_config([("primary", sim, "primary")], limits={"max_connections": 4})
+        with Gateway(config) as gw:
+            held = [socket.create_connection(("127.0.0.1", gw.port), timeout=5) for _ in range(4)]
+            try:
+                time.sleep(0.2)
+                with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as extra:
+                    extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
+                    try:
+                        assert extra.recv(100) == b"", "the connection over the limit must be closed"
+                    except ConnectionResetError:
+                        pass
+            finally:
+                for s in held:
+                    s.close()
+            # Freed slots are usable again.
+            deadline = time.monotonic() + 5
+            while http_json(gw.port, "GET", "/health")[0] != 200:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
