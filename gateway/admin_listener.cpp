@@ -194,8 +194,9 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
     // Every admin endpoint needs the admin token; client keys do not open it.
-    if (!server_.keys().authenticateAdmin(request[http::field::authorization])) {
-        ApiError error{401, server_.keys().hasAdminToken()
+    std::shared_ptr<const conf::KeyStore> keys = server_.keys();
+    if (!keys->authenticateAdmin(request[http::field::authorization])) {
+        ApiError error{401, keys->hasAdminToken()
                                 ? "the admin API needs 'Authorization: Bearer <admin token>'."
                                 : "the admin API is closed: no admin.token is configured.",
                        "invalid_request_error", "", "invalid_admin_token"};
@@ -210,6 +211,13 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") co_return status();
     if (get && path == "/metrics") co_return metricsPage();
+    if (post && path == "/admin/reload") {
+        if (std::optional<std::string> refused = server_.reload()) {
+            ApiError error{400, *refused, "invalid_request_error", "", "reload_refused"};
+            co_return errorResponse(error);
+        }
+        co_return jsonResponse(200, {{"reloaded", server_.config().source_path}});
+    }
     if (get && path.starts_with("/backends/") && path.ends_with("/metrics")) {
         std::string_view name = path.substr(10, path.size() - 10 - 8);
         co_return co_await backendMetrics(name);

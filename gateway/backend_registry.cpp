@@ -28,6 +28,14 @@ std::optional<size_t> BackendRegistry::find(std::string_view name) const {
     return std::nullopt;
 }
 
+void BackendRegistry::applyReload(uint64_t configured_window, double balance_factor) {
+    std::lock_guard lock(mutex_);
+    configured_window_ = configured_window;
+    balance_factor_ = balance_factor;
+    table_mask_ = ~uint64_t{0};  // rebuild the table with the new factor
+    republishLocked();
+}
+
 void BackendRegistry::setDrained(size_t index, bool drained) {
     std::lock_guard lock(mutex_);
     backends_.at(index).drained = drained;

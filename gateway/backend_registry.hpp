@@ -74,6 +74,8 @@ public:
     void recordPassiveFailure(size_t index, const std::string& why);
 
     std::optional<size_t> find(std::string_view name) const;
+    // A reloaded config's window and balance factor.
+    void applyReload(uint64_t configured_window, double balance_factor);
     // Drained: no new requests; those in flight finish.
     void setDrained(size_t index, bool drained);
 
@@ -99,9 +101,9 @@ private:
     void republishLocked();
 
     const std::string model_id_;
-    const uint64_t configured_window_;
+    uint64_t configured_window_;
     const conf::RoutingMode mode_;
-    const double balance_factor_;
+    double balance_factor_;
     std::vector<size_t> load_offset_;
     std::unique_ptr<std::atomic<int64_t>[]> loads_;
     std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load

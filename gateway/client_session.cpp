@@ -106,19 +106,20 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         co_return co_await refuseRequest(refusal);
     }
 
+    if (framing.has_content_length && framing.content_length > limits.max_body_bytes) {
+        // Refused from the header alone, before a body byte is read.
+        ApiError refusal{413,
+                         "request body is " + std::to_string(framing.content_length) + " bytes; the limit is " +
+                             std::to_string(limits.max_body_bytes) + " bytes.",
+                         "invalid_request_error", "", "request_too_large"};
+        co_return co_await refuseRequest(refusal);
+    }
+
     parser.emplace();
     parser->header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
     parser->body_limit(limits.max_body_bytes);
     error_code ec;
     size_t used = parser->put(net::buffer(buffer_.data().data(), head_bytes), ec);
-    if (ec == http::error::body_limit) {
-        // Content-Length above the limit: refused before a body byte is read.
-        ApiError refusal{413,
-                         "request body is " + std::to_string(*parser->content_length()) + " bytes; the limit is " +
-                             std::to_string(limits.max_body_bytes) + " bytes.",
-                         "invalid_request_error", "", "request_too_large"};
-        co_return co_await refuseRequest(refusal);
-    }
     if (ec || !parser->is_header_done()) {
         ApiError refusal{400, "malformed request header: " + ec.message() + ".", "invalid_request_error", "", "bad_request"};
         co_return co_await refuseRequest(refusal);
@@ -210,8 +211,9 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
     std::optional<conf::KeyInfo> key;
     if (path.starts_with("/v1/")) {
         std::string_view authorization = request[http::field::authorization];
-        key = server.keys().authenticate(authorization);
-        if (!key && (server.keys().required() || !authorization.empty())) {
+        std::shared_ptr<const conf::KeyStore> keys = server.keys();
+        key = keys->authenticate(authorization);
+        if (!key && (keys->required() || !authorization.empty())) {
             ApiError error{401,
                            authorization.empty()
                                ? "You didn't provide an API key: send it as 'Authorization: Bearer <key>'."
@@ -231,7 +233,7 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
         }
         // Per-key limits; the slot is held until the answer is relayed.
         struct KeySlot {
-            conf::KeyLimiter* limiter = nullptr;
+            std::shared_ptr<conf::KeyLimiter> limiter;
             std::string name;
             ~KeySlot() {
                 if (limiter) limiter->release(name);
@@ -241,7 +243,8 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
             uint64_t now_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now().time_since_epoch())
                                            .count());
-            conf::Admission admission = server.keyLimiter().tryAcquire(key->name, now_ms);
+            std::shared_ptr<conf::KeyLimiter> limiter = server.keyLimiter();
+            conf::Admission admission = limiter->tryAcquire(key->name, now_ms);
             if (!admission.allowed) {
                 ApiError error{429, "Rate limit reached for key '" + key->name + "': " + std::string(admission.reason) + ".",
                                "rate_limit_error", "", "rate_limit_exceeded"};
@@ -249,7 +252,7 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
                 response.set(http::field::retry_after, std::to_string(admission.retry_after_seconds));
                 co_return co_await writeResponse(response) && keep_alive;
             }
-            key_slot.limiter = &server.keyLimiter();
+            key_slot.limiter = std::move(limiter);
             key_slot.name = key->name;
         }
         Relay relay(*this, request, std::move(request_id), keep_alive, key ? &*key : nullptr);

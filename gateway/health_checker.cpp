@@ -1,6 +1,7 @@
 #include "gateway/health_checker.hpp"
 
 #include "gateway/log.hpp"
+#include "gateway/server.hpp"
 
 #include <boost/asio/this_coro.hpp>
 #include <nlohmann/json.hpp>
@@ -27,8 +28,8 @@ awaitable<std::pair<error_code, http::response<http::string_body>>> get(beast::t
 
 }  // namespace
 
-HealthChecker::HealthChecker(net::io_context& io, const conf::Config& config, BackendRegistry& registry)
-    : io_(io), config_(config), registry_(registry) {}
+HealthChecker::HealthChecker(net::io_context& io, const Server& server, BackendRegistry& registry)
+    : io_(io), server_(server), registry_(registry) {}
 
 void HealthChecker::start() {
     for (size_t i = 0; i < registry_.size(); ++i) {
@@ -128,7 +129,8 @@ awaitable<void> HealthChecker::loop(size_t index) {
     bool was_up = false;
     bool first = true;
     while (!stopped_) {
-        ProbeResult result = co_await probe(backend, config_.model.id, config_.health.timeout_ms);
+        const conf::Config& config = server_.config();
+        ProbeResult result = co_await probe(backend, config.model.id, config.health.timeout_ms);
         if (stopped_) break;
         registry_.recordProbe(index, result);
         bool up = registry_.routable(index);
@@ -139,7 +141,7 @@ awaitable<void> HealthChecker::loop(size_t index) {
                         (result.max_model_len ? ", window " + std::to_string(result.max_model_len) : ""));
         was_up = up;
         first = false;
-        timers_[index]->expires_after(ms(config_.health.interval_ms));
+        timers_[index]->expires_after(ms(server_.config().health.interval_ms));
         co_await timers_[index]->async_wait(use_nothrow);
     }
 }

@@ -10,9 +10,11 @@
 
 namespace dpgate::gateway {
 
+class Server;
+
 class HealthChecker {
 public:
-    HealthChecker(net::io_context& io, const conf::Config& config, BackendRegistry& registry);
+    HealthChecker(net::io_context& io, const Server& server, BackendRegistry& registry);
 
     void start();
     void stop();  // on the io_context's thread
@@ -35,7 +37,7 @@ private:
     awaitable<void> loop(size_t index);
 
     net::io_context& io_;
-    const conf::Config& config_;
+    const Server& server_;
     BackendRegistry& registry_;
     std::vector<std::unique_ptr<net::steady_timer>> timers_;
     bool stopped_ = false;

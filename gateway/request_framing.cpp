@@ -108,6 +108,11 @@ FramingVerdict checkRequestFraming(std::string_view head, const FramingLimits& l
             return bad("invalid Content-Length.");
         if (cl != content_lengths.front()) return bad("conflicting Content-Length values.");
     }
+    FramingVerdict verdict;
+    if (!content_lengths.empty()) {
+        verdict.has_content_length = true;
+        for (char c : content_lengths.front()) verdict.content_length = verdict.content_length * 10 + uint64_t(c - '0');
+    }
     if (has_transfer_encoding) {
         if (!content_lengths.empty())
             return bad("both Content-Length and Transfer-Encoding are present.");
@@ -117,7 +122,7 @@ FramingVerdict checkRequestFraming(std::string_view head, const FramingLimits& l
         if (transfer_codings.size() != 1)
             return bad("only the chunked transfer coding is accepted.");
     }
-    return {};
+    return verdict;
 }
 
 }  // namespace dpgate::gateway

@@ -34,9 +34,10 @@ std::shared_ptr<const admission::Tokenizer> loadTokenizer(const conf::ModelConfi
 
 Server::Server(conf::Config config)
     : config_(withThreads(std::move(config))),
+      current_(&config_),
       tokenizer_(loadTokenizer(config_.model)),
-      keys_(config_.auth, config_.admin),
-      key_limiter_(config_.auth),
+      keys_(std::make_shared<const conf::KeyStore>(config_.auth, config_.admin)),
+      key_limiter_(std::make_shared<conf::KeyLimiter>(config_.auth)),
       backends_(config_) {
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
@@ -64,12 +65,18 @@ int Server::run() {
         admin_->listen(tcp::endpoint(net::ip::make_address(config_.admin.address), config_.admin.port));
     admin_->start();
 
-    health_ = std::make_unique<HealthChecker>(io, config_, backends_);
+    health_ = std::make_unique<HealthChecker>(io, *this, backends_);
     health_->start();
 
     net::signal_set signals(io, SIGINT, SIGTERM);
+    signals.add(SIGHUP);
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int signo) {
         if (ec) return;
+        if (signo == SIGHUP) {
+            if (auto refused = reload()) logLine(LogLevel::error, "SIGHUP: reload refused: " + *refused);
+            signals.async_wait(on_signal);
+            return;
+        }
         if (shutting_down_) {
             logLine(LogLevel::warn, "second signal: closing every connection now");
             for (auto& w : workers_) w->closeAll();
@@ -93,6 +100,56 @@ int Server::run() {
     for (auto& w : workers_) w->join();
     logLine(LogLevel::info, "stopped");
     return 0;
+}
+
+namespace {
+
+// What a reload cannot change: it would need new sockets, threads, pools or
+// a new tokenizer. Empty when the new config may be swapped in.
+std::string restartOnlyChange(const conf::Config& running, const conf::Config& next) {
+    if (!(running.listen == next.listen)) return "listen";
+    if (running.admin.address != next.admin.address || running.admin.port != next.admin.port)
+        return "admin.address/admin.port";
+    if (running.threads != next.threads) return "threads";
+    if (running.model.id != next.model.id) return "model.id";
+    if (running.model.tokenizer != next.model.tokenizer) return "model.tokenizer";
+    if (running.model.template_name != next.model.template_name) return "model.template";
+    if (running.routing.mode != next.routing.mode) return "routing.mode";
+    if (running.backends.size() != next.backends.size()) return "backends";
+    for (size_t i = 0; i < running.backends.size(); ++i) {
+        const auto& a = running.backends[i];
+        const auto& b = next.backends[i];
+        // Roles are runtime state after a flip; everything else names the machine.
+        if (a.name != b.name || a.url != b.url || a.dp_ranks != b.dp_ranks || a.credential_env != b.credential_env)
+            return "backends[" + std::to_string(i) + "]";
+    }
+    return {};
+}
+
+}  // namespace
+
+std::optional<std::string> Server::reload() {
+    std::lock_guard lock(reload_mutex_);
+    const conf::Config& running = config();
+    auto next = std::make_unique<conf::Config>();
+    std::shared_ptr<const conf::KeyStore> keys;
+    try {
+        *next = withThreads(conf::loadConfigFile(running.source_path));
+        keys = std::make_shared<const conf::KeyStore>(next->auth, next->admin);
+    } catch (const conf::ConfigError& e) {
+        return std::string(e.what());
+    }
+    if (std::string key = restartOnlyChange(running, *next); !key.empty())
+        return "conf: " + key + ": cannot change without a restart; the running config stays";
+    backends_.applyReload(next->model.window_tokens, next->routing.balance_factor);
+    std::atomic_store(&keys_, keys);
+    std::atomic_store(&key_limiter_, std::make_shared<conf::KeyLimiter>(next->auth));
+    setLogLevel(parseLogLevel(next->log.level));
+    const conf::Config* published = next.get();
+    reloaded_.push_back(std::move(next));
+    current_.store(published, std::memory_order_release);
+    logLine(LogLevel::info, "reloaded " + published->source_path);
+    return std::nullopt;
 }
 
 void Server::beginShutdown() {

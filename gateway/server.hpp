@@ -11,6 +11,8 @@
 #include "gateway/net.hpp"
 
 #include <atomic>
+#include <mutex>
+#include <optional>
 #include <memory>
 #include <vector>
 
@@ -29,11 +31,19 @@ public:
     // the process exit code.
     int run();
 
-    const conf::Config& config() const { return config_; }
+    // The config in force. Every config ever loaded stays alive (reloads are
+    // rare and small), so a reference taken before a reload stays valid in
+    // the coroutine that holds it.
+    const conf::Config& config() const { return *current_.load(std::memory_order_acquire); }
+
+    // Re-reads config().source_path, validates it and swaps it in; returns
+    // why it was refused (the running config then stays).
+    std::optional<std::string> reload();
     BackendRegistry& backends() { return backends_; }
-    const conf::KeyStore& keys() const { return keys_; }
+    std::shared_ptr<const conf::KeyStore> keys() const { return std::atomic_load(&keys_); }
+    // A request releases on the limiter it acquired from, even across a reload.
+    std::shared_ptr<conf::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
-    conf::KeyLimiter& keyLimiter() { return key_limiter_; }
     // Null when no tokenizer is configured: admission then admits only what
     // fits the window by the byte bound and answers 503 for the rest.
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
@@ -45,11 +55,14 @@ private:
     void beginShutdown();
     void pollDrain(std::chrono::steady_clock::time_point deadline);
 
-    conf::Config config_;
+    conf::Config config_;  // the first epoch
+    std::vector<std::unique_ptr<const conf::Config>> reloaded_;  // later epochs, never freed
+    std::atomic<const conf::Config*> current_;
+    std::mutex reload_mutex_;
     std::shared_ptr<const admission::Tokenizer> tokenizer_;
-    conf::KeyStore keys_;
+    std::shared_ptr<const conf::KeyStore> keys_;
     metrics::GatewayMetrics metrics_;
-    conf::KeyLimiter key_limiter_;
+    std::shared_ptr<conf::KeyLimiter> key_limiter_;
     BackendRegistry backends_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.

@@ -16,13 +16,6 @@ Worker::Worker(Server& server, size_t index)
       admitter_(server.tokenizer(), server.config().model.template_name),
       random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
     const conf::Config& config = server.config();
-    admission_limits_.served_model_id = config.model.id;
-    admission_limits_.model_aliases = config.model.aliases;
-    admission_limits_.window_tokens = config.model.window_tokens;
-    admission_limits_.max_output_tokens = config.model.max_output_tokens;
-    admission_limits_.image_reserve_tokens = config.model.image_reserve_tokens;
-    admission_limits_.max_images = config.model.max_images;
-    admission_limits_.max_body_bytes = config.limits.max_body_bytes;
     size_t threads = std::max<size_t>(1, config.threads);
     size_t idle_per_worker = std::max<size_t>(1, config.limits.upstream_max_idle_connections / threads);
     for (const auto& backend : config.backends)
@@ -72,6 +65,21 @@ awaitable<void> Worker::acceptLoop() {
         }
         ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket)));
     }
+}
+
+const admission::AdmissionLimits& Worker::admissionLimits(uint64_t public_window) {
+    const conf::Config& config = server_.config();
+    if (&config != admission_limits_from_) {
+        admission_limits_from_ = &config;
+        admission_limits_.served_model_id = config.model.id;
+        admission_limits_.model_aliases = config.model.aliases;
+        admission_limits_.max_output_tokens = config.model.max_output_tokens;
+        admission_limits_.image_reserve_tokens = config.model.image_reserve_tokens;
+        admission_limits_.max_images = config.model.max_images;
+        admission_limits_.max_body_bytes = config.limits.max_body_bytes;
+    }
+    admission_limits_.window_tokens = public_window;
+    return admission_limits_;
 }
 
 std::unique_ptr<char[]> Worker::takeRelayBuffer() {

@@ -30,10 +30,7 @@ public:
     std::mt19937_64& random() { return random_; }
     admission::Admitter& admitter() { return admitter_; }
     // The admission limits with the window set to the current public window.
-    const admission::AdmissionLimits& admissionLimits(uint64_t public_window) {
-        admission_limits_.window_tokens = public_window;
-        return admission_limits_;
-    }
+    const admission::AdmissionLimits& admissionLimits(uint64_t public_window);
     bool stopping() const { return stopping_; }
 
     // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.
@@ -71,6 +68,7 @@ private:
     std::vector<std::unique_ptr<char[]>> spare_buffers_;
     admission::Admitter admitter_;
     admission::AdmissionLimits admission_limits_;
+    const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
     std::mt19937_64 random_;
     bool stopping_ = false;
     std::thread thread_;

@@ -97,3 +97,14 @@ TEST(RequestFraming, HeaderLimits) {
     std::string big = "GET / HTTP/1.1\r\nX-Big: " + std::string(100, 'x') + "\r\n\r\n";
     EXPECT_EQ(statusOf(big, limits), 431);
 }
+
+TEST(RequestFraming, ReportsTheDeclaredContentLength) {
+    auto v = checkRequestFraming("POST / HTTP/1.1\r\nContent-Length: 300000000\r\n\r\n", {});
+    ASSERT_TRUE(v.ok());
+    EXPECT_TRUE(v.has_content_length);
+    EXPECT_EQ(v.content_length, 300000000u);
+    auto chunked = checkRequestFraming("POST / HTTP/1.1\r\nTransfer-Encoding: chunked\r\n\r\n", {});
+    EXPECT_FALSE(chunked.has_content_length);
+    auto max = checkRequestFraming("POST / HTTP/1.1\r\nContent-Length: 9999999999999999999\r\n\r\n", {});
+    EXPECT_EQ(max.content_length, 9999999999999999999ull);
+}
