@@ -26,6 +26,17 @@ awaitable<std::pair<error_code, http::response<http::string_body>>> get(beast::t
     co_return std::pair{rec, parser.release()};
 }
 
+// A fresh connection to the backend; the error text when it cannot be made.
+awaitable<std::string> connectTo(beast::tcp_stream& stream, const conf::BackendConfig& backend) {
+    tcp::resolver resolver(stream.get_executor());
+    const std::string service = std::to_string(backend.port);
+    auto [dec, endpoints] = co_await resolver.async_resolve(backend.host, service, use_nothrow);
+    if (dec) co_return "cannot resolve " + backend.host + ": " + dec.message();
+    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
+    if (cec) co_return "connect: " + cec.message();
+    co_return std::string();
+}
+
 }  // namespace
 
 HealthChecker::HealthChecker(net::io_context& io, const Server& server, BackendRegistry& registry)
@@ -50,19 +61,8 @@ awaitable<ProbeResult> HealthChecker::probe(const conf::BackendConfig& backend, 
     beast::tcp_stream stream(executor);
     beast::flat_buffer buffer;
     stream.expires_after(ms(timeout_ms));
-
-    tcp::resolver resolver(executor);
-    const std::string service = std::to_string(backend.port);
-    auto [dec, endpoints] = co_await resolver.async_resolve(backend.host, service, use_nothrow);
-    if (dec) {
-        result.error = "cannot resolve " + backend.host + ": " + dec.message();
-        co_return result;
-    }
-    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
-    if (cec) {
-        result.error = "connect: " + cec.message();
-        co_return result;
-    }
+    result.error = co_await connectTo(stream, backend);
+    if (!result.error.empty()) co_return result;
     auto [hec, health] = co_await get(stream, buffer, backend, "/health");
     if (hec) {
         result.error = "GET /health: " + hec.message();
@@ -101,18 +101,8 @@ awaitable<HealthChecker::Fetched> HealthChecker::fetch(const conf::BackendConfig
     beast::tcp_stream stream(executor);
     beast::flat_buffer buffer;
     stream.expires_after(ms(timeout_ms));
-    tcp::resolver resolver(executor);
-    const std::string service = std::to_string(backend.port);
-    auto [dec, endpoints] = co_await resolver.async_resolve(backend.host, service, use_nothrow);
-    if (dec) {
-        fetched.error = "cannot resolve " + backend.host + ": " + dec.message();
-        co_return fetched;
-    }
-    auto [cec, endpoint] = co_await stream.async_connect(endpoints, use_nothrow);
-    if (cec) {
-        fetched.error = "connect: " + cec.message();
-        co_return fetched;
-    }
+    fetched.error = co_await connectTo(stream, backend);
+    if (!fetched.error.empty()) co_return fetched;
     auto [ec, response] = co_await get(stream, buffer, backend, target);
     if (ec) {
         fetched.error = std::string("GET ") + target + ": " + ec.message();
