@@ -407,7 +407,12 @@ def test_connections_beyond_max_connections_are_closed_at_once():
         with Gateway(config) as gw:
             held = [socket.create_connection(("127.0.0.1", gw.port), timeout=5) for _ in range(4)]
             try:
-                time.sleep(0.2)
+                # The kernel completes connections before dpgate accepts them:
+                # wait until dpgate holds all four, or the 5th may overtake them.
+                deadline = time.monotonic() + 10
+                while gw.admin("GET", "/admin/status")[2]["open_connections"] < 4:
+                    assert time.monotonic() < deadline, "dpgate never accepted the four connections"
+                    time.sleep(0.02)
                 with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as extra:
                     extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
                     try:
