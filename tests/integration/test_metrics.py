@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 import shutil
 import subprocess
+import time
 
 import pytest
 
@@ -42,9 +43,17 @@ def test_metrics_count_requests_refusals_and_per_rank_cache():
             backend, rank = routes.pop().split("/")
             assert gw.json("POST", CHAT, {"model": "nope", "messages": [{"role": "user", "content": "x"}]})[0] == 404
 
-            status, headers, raw = http_request(gw.admin_port, "GET", "/metrics",
-                                                {"Authorization": "Bearer admin-dpgate-local"})
-            page = raw.decode()
+            # A request is counted when its relay finishes, which may be just
+            # after the client has its answer: scrape until the last one lands.
+            deadline = time.monotonic() + 5
+            while True:
+                status, headers, raw = http_request(gw.admin_port, "GET", "/metrics",
+                                                    {"Authorization": "Bearer admin-dpgate-local"})
+                page = raw.decode()
+                if sample(page, "dpgate_requests_total", endpoint=CHAT, code="200") >= 4:
+                    break
+                assert time.monotonic() < deadline, "the fourth request was never counted"
+                time.sleep(0.02)
             assert status == 200 and headers["content-type"].startswith("text/plain; version=0.0.4")
             assert sample(page, "dpgate_requests_total", endpoint=CHAT, code="200") == 4
             assert sample(page, "dpgate_admission_rejections_total", reason="model_not_found") == 1
