@@ -406,13 +406,21 @@ def test_connections_beyond_max_connections_are_closed_at_once():
     with Sim() as sim:
         config = gateway_config([("primary", sim, "primary")], limits={"max_connections": 4})
         with Gateway(config) as gw:
+            # The /health polls that waited for the backend used the client
+            # port: until dpgate has seen them close they count, and the 4th
+            # connection below would be over the limit.
+            deadline = time.monotonic() + 10
+            while gw.admin("GET", "/admin/status")[2]["open_connections"] > 0:
+                assert time.monotonic() < deadline, "dpgate never let go of the /health connections"
+                time.sleep(0.02)
             held = [socket.create_connection(("127.0.0.1", gw.port), timeout=5) for _ in range(4)]
             try:
                 # The kernel completes connections before dpgate accepts them:
                 # wait until dpgate holds all four, or the 5th may overtake them.
                 deadline = time.monotonic() + 10
                 while gw.admin("GET", "/admin/status")[2]["open_connections"] < 4:
-                    assert time.monotonic() < deadline, "dpgate never accepted the four connections"
+                    status = gw.admin("GET", "/admin/status")[2]
+                    assert time.monotonic() < deadline, f"dpgate never accepted the four connections: {status['open_connections']}"
                     time.sleep(0.02)
                 with socket.create_connection(("127.0.0.1", gw.port), timeout=5) as extra:
                     extra.sendall(b"GET /health HTTP/1.1\r\nHost: x\r\n\r\n")
