@@ -143,6 +143,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   }
   Admitted admitted;
   admitted.images = static_cast<std::uint32_t>(images);
+  admitted.splice_offset = request_.open_brace_offset + 1;
   if (request_.max_completion_tokens.present) {
     admitted.output_budget = static_cast<std::uint64_t>(request_.max_completion_tokens.value);
   } else if (request_.max_tokens.present) {
@@ -150,7 +151,6 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   } else {
     admitted.output_budget = limits.max_output_tokens;
     admitted.inserted_max_tokens = true;
-    admitted.splice_offset = request_.open_brace_offset + 1;
     admitted.splice_text = "\"max_tokens\":" + std::to_string(limits.max_output_tokens) + ",";
   }
   const std::uint64_t image_tokens = images * limits.image_reserve_tokens;
@@ -207,6 +207,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   admitted.prompt_tokens = prompt_tokens;
   admitted.stream = request_.stream;
   admitted.include_usage = request_.include_usage;
+  admitted.has_stream_options = request_.has_stream_options;
   admitted.has_prompt_cache_key = request_.has_prompt_cache_key;
   admitted.prompt_cache_key = request_.prompt_cache_key;
   admitted.user = request_.user;

@@ -488,6 +488,7 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
       error = readOptionalBool(value, "stream", out.stream);
     } else if (key == "stream_options") {
       bit = kStreamOptions;
+      out.has_stream_options = true;
       error = readStreamOptions(value, out);
     } else if (key == "prompt_cache_key") {
       bit = kPromptCacheKey;

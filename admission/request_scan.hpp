@@ -39,6 +39,7 @@ struct ScannedRequest {
   ScannedInteger max_completion_tokens;
   bool stream = false;
   bool include_usage = false;
+  bool has_stream_options = false;  // the key is present (even as null)
   bool has_prompt_cache_key = false;
   std::string_view prompt_cache_key;
   std::string_view user;

@@ -17,11 +17,14 @@ struct Admitted {
   // gateway forwards body[0, splice_offset) + splice_text + body[splice_offset,
   // end), i.e. `"max_tokens":N,` right after the opening brace, everything
   // else byte-identical. Three buffers, so a 128 MB body is never copied.
+  // splice_offset is set either way: the gateway splices its own fields
+  // (stream_options) at the same place.
   bool inserted_max_tokens = false;
   std::size_t splice_offset = 0;
   std::string splice_text;
   bool stream = false;
   bool include_usage = false;  // stream_options.include_usage
+  bool has_stream_options = false;  // the client sent stream_options (even null)
   // Affinity material. `prompt_cache_key` is the body field (empty if absent);
   // `head_hash` is routing::conversationHeadKey of the conversation (the
   // leading system messages and the first other message, or the first

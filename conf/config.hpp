@@ -135,6 +135,16 @@ struct LogConfig {
     bool operator==(const LogConfig&) const = default;
 };
 
+struct MetricsConfig {
+    bool enabled = true;       // false: nothing is recorded on the hot path, /metrics answers 404
+    // A stream whose client did not ask for stream_options.include_usage is
+    // sent upstream with it, so its tokens are counted; dpgate removes the
+    // extra usage chunk before the client sees it.
+    bool stream_usage = true;
+
+    bool operator==(const MetricsConfig&) const = default;
+};
+
 struct Config {
     ListenConfig listen;
     AdminConfig admin;
@@ -145,6 +155,7 @@ struct Config {
     std::vector<BackendConfig> backends;
     AuthConfig auth;
     LogConfig log;
+    MetricsConfig metrics;
     uint32_t threads = 0;  // 0 = one per core
     std::string source_path;  // the file it was loaded from (for reload)
 

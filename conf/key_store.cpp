@@ -80,7 +80,7 @@ KeyStore::KeyStore(const AuthConfig& auth, const AdminConfig& admin) : required_
     entries_.reserve(auth.keys.size());
     for (const AuthKey& key : auth.keys) {
         entries_.push_back(Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
-                                 KeyInfo{key.name, key.trusted, key.max_concurrent, key.requests_per_min}});
+                                 KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
     }
     if (!admin.token_sha256.empty()) {
         admin_digest_ = digestFromHex(admin.token_sha256, "admin.token");

@@ -22,6 +22,9 @@ namespace dpgate::conf {
 // the key) labels metrics and logs.
 struct KeyInfo {
     std::string name;
+    // The first 12 hex digits of the key's SHA-256: tells keys apart in the
+    // access log without revealing them.
+    std::string hash_prefix;
     bool trusted = false;
     uint32_t max_concurrent = 0;    // 0 = unlimited
     uint32_t requests_per_min = 0;  // 0 = unlimited

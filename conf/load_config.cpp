@@ -55,7 +55,7 @@ public:
 
     Config load(const Field& root) {
         const MappingReader top(root, {"listen", "admin", "model", "limits", "routing", "health", "backends", "auth",
-                                       "log", "threads"});
+                                       "log", "metrics", "threads"});
         if (auto f = top.get("listen")) readListen(*f);
         if (auto f = top.get("admin")) readAdmin(*f);
         checkListenersApart();
@@ -67,6 +67,7 @@ public:
         else fail(missing(top, "backends"), "at least one backend is required");
         if (auto f = top.get("auth")) readAuth(*f);
         if (auto f = top.get("log")) readLog(*f);
+        if (auto f = top.get("metrics")) readMetrics(*f);
         if (auto f = top.get("threads")) config_.threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
         checkPrimaries();
         return std::move(config_);
@@ -412,6 +413,12 @@ private:
             if (log.level != "error" && log.level != "warn" && log.level != "info" && log.level != "debug")
                 fail(*f, "expected error, warn, info or debug, got \"" + log.level.substr(0, 40) + "\"");
         }
+    }
+
+    void readMetrics(const Field& field) {
+        const MappingReader m(field, {"enabled", "stream_usage"});
+        if (auto f = m.get("enabled")) config_.metrics.enabled = readBool(*f);
+        if (auto f = m.get("stream_usage")) config_.metrics.stream_usage = readBool(*f);
     }
 
     std::string base_dir_;

@@ -78,16 +78,72 @@ http::response<http::string_body> errorResponse(const ApiError& error) {
 
 }  // namespace
 
+awaitable<void> AdminListener::refreshRankTables() {
+    BackendRegistry& backends = server_.backends();
+    const conf::Config& config = server_.config();
+    rank_tables_.resize(config.backends.size());
+    // A backend that fails its probes is not asked: a hung one would hold
+    // every status answer for the fetch timeout.
+    std::vector<bool> healthy(rank_tables_.size(), false);
+    for (const BackendView& b : backends.snapshot())
+        if (std::optional<size_t> index = backends.find(b.name); index && *index < healthy.size())
+            healthy[*index] = b.healthy;
+    auto now = std::chrono::steady_clock::now();
+    for (size_t i = 0; i < rank_tables_.size(); ++i) {
+        if (rank_tables_[i].fetched && now - rank_tables_[i].at < std::chrono::seconds(1)) continue;
+        if (!healthy[i]) {
+            rank_tables_[i] = RankTable{true, now, {}, "backend is not healthy"};
+            continue;
+        }
+        HealthChecker::Fetched fetched =
+            co_await HealthChecker::fetch(backends.config(i), "/metrics", config.health.timeout_ms);
+        RankTable& entry = rank_tables_[i];
+        entry.fetched = true;
+        entry.at = std::chrono::steady_clock::now();
+        if (fetched.status == 200) {
+            entry.table = metrics::parseBackendMetrics(fetched.body);
+            entry.error.clear();
+        } else {
+            entry.table = {};
+            entry.error = fetched.status == 0 ? fetched.error : "answered " + std::to_string(fetched.status);
+        }
+    }
+}
+
+namespace {
+
+nlohmann::json optionalNumber(const std::optional<double>& value) {
+    return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
+}
+
+}  // namespace
+
 http::response<http::string_body> AdminListener::status() const {
     BackendRegistry& backends = server_.backends();
     nlohmann::json list = nlohmann::json::array();
+    auto now = std::chrono::steady_clock::now();
     for (const BackendView& b : backends.snapshot()) {
         size_t index = *backends.find(b.name);
+        const RankTable* table = index < rank_tables_.size() && rank_tables_[index].fetched ? &rank_tables_[index]
+                                                                                            : nullptr;
         nlohmann::json ranks = nlohmann::json::array();
-        for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r)
+        for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r) {
+            // dpgate's view of the slot, then the backend's own view of the rank.
+            const metrics::BackendRankRow* row = table ? table->table.find(int(r)) : nullptr;
             ranks.push_back({{"rank", r},
-                             {"inflight_prompt_tokens",
-                              backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)}});
+                             {"queued_prefill_tokens",
+                              backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)},
+                             {"running", optionalNumber(row ? row->running : std::nullopt)},
+                             {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
+                             {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},
+                             {"prefix_cache_hit_ratio", optionalNumber(row ? row->prefix_cache_hit_ratio : std::nullopt)}});
+        }
+        nlohmann::json backend_metrics = nullptr;
+        if (table)
+            backend_metrics = {
+                {"age_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - table->at).count()},
+                {"error", table->error.empty() ? nlohmann::json(nullptr) : nlohmann::json(table->error)},
+                {"parse_errors", table->table.parse_errors}};
         list.push_back({{"name", b.name},
                         {"url", backends.config(index).url},
                         {"role", conf::toString(b.role)},
@@ -97,6 +153,7 @@ http::response<http::string_body> AdminListener::status() const {
                         {"window", b.reported_window},
                         {"model_ids", b.model_ids},
                         {"last_error", b.last_error},
+                        {"backend_metrics", std::move(backend_metrics)},
                         {"slots", std::move(ranks)}});
     }
     nlohmann::json status = {{"model", server_.config().model.id},
@@ -209,8 +266,18 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     std::string_view query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view();
     const bool get = request.method() == http::verb::get;
     const bool post = request.method() == http::verb::post;
-    if (get && path == "/admin/status") co_return status();
-    if (get && path == "/metrics") co_return metricsPage();
+    if (get && path == "/admin/status") {
+        co_await refreshRankTables();
+        co_return status();
+    }
+    if (get && path == "/metrics") {
+        if (!server_.config().metrics.enabled) {
+            ApiError error{404, "metrics are off (metrics.enabled: false).", "invalid_request_error", "",
+                           "metrics_disabled"};
+            co_return errorResponse(error);
+        }
+        co_return metricsPage();
+    }
     if (post && path == "/admin/reload") {
         if (std::optional<std::string> refused = server_.reload()) {
             ApiError error{400, *refused, "invalid_request_error", "", "reload_refused"};

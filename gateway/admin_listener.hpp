@@ -2,7 +2,11 @@
 // metrics, flip, drain and reload arrive with their issues.
 #pragma once
 
+#include "gateway/metrics/backend_metrics.hpp"
 #include "gateway/net.hpp"
+
+#include <string>
+#include <vector>
 
 namespace dpgate::gateway {
 
@@ -20,6 +24,9 @@ private:
     awaitable<void> serve(tcp::socket socket);
     awaitable<http::response<http::string_body>> answer(const http::request<http::string_body>& request);
     http::response<http::string_body> status() const;
+    // Fetches each backend's /metrics for status()'s per-rank table, at most
+    // once a second per backend (monitors poll status often).
+    awaitable<void> refreshRankTables();
     awaitable<http::response<http::string_body>> flip(std::string_view target_name);
     http::response<http::string_body> drain(std::string_view name, bool drained);
     http::response<http::string_body> metricsPage() const;
@@ -28,6 +35,14 @@ private:
     net::io_context& io_;
     Server& server_;
     tcp::acceptor acceptor_{io_};
+
+    struct RankTable {
+        bool fetched = false;
+        std::chrono::steady_clock::time_point at;
+        metrics::BackendRankTable table;
+        std::string error;  // why the last fetch failed; empty when it worked
+    };
+    std::vector<RankTable> rank_tables_;  // per backend index; only touched on io_'s thread
 };
 
 }  // namespace dpgate::gateway

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "conf/config.hpp"
+#include "routing/cache_estimate.hpp"
 #include "routing/health_state.hpp"
 #include "routing/slot_chooser.hpp"
 
@@ -65,8 +66,10 @@ public:
     // Null or empty when nothing is routable.
     std::shared_ptr<const RoutingTable> routingTable() const { return std::atomic_load(&table_); }
 
-    // In-flight prompt tokens per (backend, rank), the load bounded-load
-    // routing balances; slot i of backend b is loadIndex(b, i).
+    // Queued prefill work per (backend, rank): the prompt tokens, not
+    // expected in that rank's cache, of the requests whose prefill is not
+    // over yet. Bounded-load routing balances it; slot i of backend b is
+    // loadIndex(b, i).
     std::atomic<int64_t>& slotLoad(size_t load_index) { return loads_[load_index]; }
     size_t loadIndex(size_t backend, uint32_t rank) const { return load_offset_[backend] + rank; }
 
@@ -86,6 +89,9 @@ public:
     std::optional<std::string> flipTo(size_t target, const ProbeResult& probe, uint64_t public_window);
 
     std::vector<BackendView> snapshot() const;
+
+    // What each slot's prefix cache is expected to hold of a conversation.
+    routing::CacheEstimate& cacheEstimate() { return cache_estimate_; }
 
 private:
     struct Backend {
@@ -112,6 +118,7 @@ private:
     std::vector<Backend> backends_;
     std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests
     std::atomic<uint64_t> public_window_;
+    routing::CacheEstimate cache_estimate_;
 };
 
 }  // namespace dpgate::gateway

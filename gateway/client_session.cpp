@@ -11,11 +11,13 @@
 #include "gateway/worker.hpp"
 
 #include <boost/asio/write.hpp>
+#include <boost/beast/core/detect_ssl.hpp>
 #include <boost/beast/core/string.hpp>
 
 namespace dpgate::gateway {
 
-ClientSession::ClientSession(Worker& worker, tcp::socket socket) : worker_(worker), stream_(std::move(socket)) {
+ClientSession::ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls)
+    : worker_(worker), stream_(std::move(socket)), tls_(std::move(tls)) {
     error_code ec;
     auto endpoint = stream_.socket().remote_endpoint(ec);
     if (!ec) peer_address_ = endpoint.address().to_string();
@@ -44,15 +46,55 @@ void ClientSession::close() {
     stream_.socket().close(ec);
 }
 
+awaitable<bool> ClientSession::startTls() {
+    const conf::LimitsConfig& limits = worker_.server().config().limits;
+    // The handshake runs under the header deadline: a client that opens a
+    // connection and dribbles its ClientHello is cut like a slow header.
+    stream_.expires_after(ms(limits.header_timeout_ms));
+    auto [ec, is_tls] = co_await beast::async_detect_ssl(stream_.tcpStream(), buffer_, use_nothrow);
+    if (ec) co_return false;
+    if (!is_tls) {
+        ApiError error{400, "this port speaks TLS: use https://.", "invalid_request_error", "",
+                       "plain_http_on_tls_port"};
+        http::response<http::string_body> response{http::status::bad_request, 11};
+        response.set(http::field::content_type, "application/json");
+        response.set(http::field::connection, "close");
+        response.body() = error.body();
+        response.prepare_payload();
+        stream_.expires_after(ms(limits.client_write_timeout_ms));
+        co_await http::async_write(stream_.tcpStream(), response, use_nothrow);
+        error_code ignored;
+        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        co_return false;
+    }
+    ClientStream::TlsStream& tls = stream_.startTls(*tls_);
+    const auto buffered = buffer_.data();  // the ClientHello bytes detection already read
+    auto [hec, used] = co_await tls.async_handshake(net::ssl::stream_base::server, buffered, use_nothrow);
+    if (hec) {
+        logLine(LogLevel::debug, "TLS handshake from " + peer_address_ + " failed: " + hec.message());
+        co_return false;
+    }
+    buffer_.consume(used);
+    co_return true;
+}
+
 awaitable<void> ClientSession::run() {
+    if (tls_ && !co_await startTls()) co_return;
     std::optional<http::request_parser<http::string_body>> parser;
     while (!worker_.stopping()) {
         if (co_await readRequest(parser) != ReadResult::request) break;
         ClientRequest request = parser->release();
-        std::string request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
+        AccessRecord record;
+        record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
+        record.method = request.method_string();
+        record.path = request.target().substr(0, request.target().find('?'));
+        record.bytes_in = request.body().size();
+        record_ = &record;
         worker_.server().requestsInFlight().fetch_add(1, std::memory_order_relaxed);
-        bool keep_alive = co_await handle(request, std::move(request_id));
+        bool keep_alive = co_await handle(request, record);
         worker_.server().requestsInFlight().fetch_sub(1, std::memory_order_relaxed);
+        record_ = nullptr;
+        worker_.logAccess(record);
         idle_ = true;
         if (!keep_alive) break;
     }
@@ -171,6 +213,13 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     response.prepare_payload();
     stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
     co_await http::async_write(stream_, response, use_nothrow);
+    // Refused before it was a request (framing, sizes): logged all the same.
+    AccessRecord record;
+    record.request_id = requestIdFor("", worker_.random());
+    record.status = error.status;
+    record.bytes_out = response.body().size();
+    record.rejection = error.code;
+    worker_.logAccess(record);
     // The unread rest of the request is discarded with the connection: the
     // client learns the verdict instead of a reset while it still sends.
     error_code ec;
@@ -180,6 +229,10 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
 
 awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
     response.prepare_payload();
+    if (record_) {
+        record_->status = response.result_int();
+        record_->bytes_out = response.body().size();
+    }
     stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
     co_return !ec;
@@ -197,10 +250,12 @@ http::response<http::string_body> ClientSession::errorResponse(const ApiError& e
 
 awaitable<bool> ClientSession::writeError(const ApiError& error, const std::string& request_id, bool keep_alive) {
     http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
+    if (record_) record_->rejection = error.code;
     co_return co_await writeResponse(response) && keep_alive;
 }
 
-awaitable<bool> ClientSession::handle(ClientRequest& request, std::string request_id) {
+awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& record) {
+    const std::string& request_id = record.request_id;
     Server& server = worker_.server();
     bool keep_alive = request.keep_alive() && !worker_.stopping();
     std::string_view target = request.target();
@@ -213,6 +268,10 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
         std::string_view authorization = request[http::field::authorization];
         std::shared_ptr<const conf::KeyStore> keys = server.keys();
         key = keys->authenticate(authorization);
+        if (key) {
+            record.key_name = key->name;
+            record.key_hash = key->hash_prefix;
+        }
         if (!key && (keys->required() || !authorization.empty())) {
             ApiError error{401,
                            authorization.empty()
@@ -221,6 +280,7 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
                            "invalid_request_error", "", "invalid_api_key"};
             http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
             response.set(http::field::www_authenticate, "Bearer");
+            record.rejection = error.code;
             co_return co_await writeResponse(response) && keep_alive;
         }
     }
@@ -250,12 +310,13 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, std::string reques
                                "rate_limit_error", "", "rate_limit_exceeded"};
                 http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
                 response.set(http::field::retry_after, std::to_string(admission.retry_after_seconds));
+                record.rejection = error.code;
                 co_return co_await writeResponse(response) && keep_alive;
             }
             key_slot.limiter = std::move(limiter);
             key_slot.name = key->name;
         }
-        Relay relay(*this, request, std::move(request_id), keep_alive, key ? &*key : nullptr);
+        Relay relay(*this, request, record, keep_alive, key ? &*key : nullptr);
         co_return co_await relay.run();
     }
 

@@ -9,7 +9,9 @@
 // `ApiError error{...}; co_await writeError(error, ...)`, never
 // `co_await writeError({...}, ...)`.
 
+#include "gateway/access_log.hpp"
 #include "gateway/api_error.hpp"
+#include "gateway/client_stream.hpp"
 #include "gateway/net.hpp"
 
 #include <memory>
@@ -24,7 +26,8 @@ using ClientRequest = http::request<http::string_body>;
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
-    ClientSession(Worker& worker, tcp::socket socket);
+    // `tls` is the listener's TLS context, null for plain HTTP.
+    ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls);
     ~ClientSession();
 
     static void start(std::shared_ptr<ClientSession> session);
@@ -35,11 +38,13 @@ public:
     void close();
 
     Worker& worker() { return worker_; }
-    beast::tcp_stream& stream() { return stream_; }
+    ClientStream& stream() { return stream_; }
     beast::flat_buffer& buffer() { return buffer_; }
     const std::string& peerAddress() const { return peer_address_; }
 
     // Writes a complete small response; returns false when the write failed.
+    // The request's access record learns the status and body bytes (and,
+    // for writeError, the error code).
     awaitable<bool> writeResponse(http::response<http::string_body>& response);
     awaitable<bool> writeError(const ApiError& error, const std::string& request_id, bool keep_alive);
     static http::response<http::string_body> errorResponse(const ApiError& error, const std::string& request_id,
@@ -49,15 +54,20 @@ private:
     enum class ReadResult { request, closed };
 
     awaitable<void> run();
+    // TLS listener: a ClientHello gets the handshake; plain HTTP gets a 400
+    // saying so and the connection closes. False when the session must end.
+    awaitable<bool> startTls();
     awaitable<ReadResult> readRequest(std::optional<http::request_parser<http::string_body>>& parser);
     // Refuses a request the gateway did not fully read: the connection closes after.
     awaitable<ReadResult> refuseRequest(const ApiError& error);
-    awaitable<bool> handle(ClientRequest& request, std::string request_id);
+    awaitable<bool> handle(ClientRequest& request, AccessRecord& record);
 
     Worker& worker_;
-    beast::tcp_stream stream_;
+    ClientStream stream_;
+    std::shared_ptr<net::ssl::context> tls_;  // kept while the connection lives
     beast::flat_buffer buffer_;
     std::string peer_address_;
+    AccessRecord* record_ = nullptr;  // the request being answered
     bool idle_ = true;
 };
 

@@ -5,6 +5,8 @@
 #include "gateway/log.hpp"
 #include "gateway/server.hpp"
 
+#include <sys/resource.h>
+
 #include <cstring>
 #include <iostream>
 #include <string>
@@ -56,6 +58,16 @@ std::string configArgument(int argc, char** argv, int first, std::string& error)
 
 }  // namespace
 
+// Each relayed request holds two sockets (client and upstream): the
+// default soft limit of 1,024 descriptors would cap dpgate near 500
+// concurrent streams. The soft limit goes up to the hard one.
+static void raiseOpenFileLimit() {
+    rlimit limit{};
+    if (::getrlimit(RLIMIT_NOFILE, &limit) != 0 || limit.rlim_cur >= limit.rlim_max) return;
+    limit.rlim_cur = limit.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &limit);
+}
+
 int main(int argc, char** argv) {
     using namespace dpgate;
     if (argc < 2) return usageError("missing command");
@@ -87,6 +99,7 @@ int main(int argc, char** argv) {
             return 0;
         }
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
+        raiseOpenFileLimit();
         try {
             gateway::Server server(std::move(config));
             return server.run();

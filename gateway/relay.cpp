@@ -41,19 +41,24 @@ std::string sseErrorEvent(const std::string& message) {
 
 }  // namespace
 
-Relay::Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive,
+Relay::Relay(ClientSession& session, ClientRequest& request, AccessRecord& record, bool keep_alive,
              const conf::KeyInfo* key)
     : session_(session),
       request_(request),
-      request_id_(std::move(request_id)),
+      record_(record),
+      request_id_(record.request_id),
       keep_alive_(keep_alive),
       key_(key),
+      metrics_on_(session.worker().server().config().metrics.enabled),
       watch_(std::make_shared<ClientWatch>()) {}
 
 void Relay::buildUpstreamRequest(size_t backend, uint32_t rank, const admission::Admitted& admitted) {
     const conf::BackendConfig& config = session_.worker().server().backends().config(backend);
     const std::string& body = request_.body();
-    const size_t body_bytes = body.size() + (admitted.inserted_max_tokens ? admitted.splice_text.size() : 0);
+    splice_.clear();
+    if (admitted.inserted_max_tokens) splice_.append(admitted.splice_text);
+    if (stream_usage_added_) splice_.append(R"("stream_options":{"include_usage":true},)");
+    const size_t body_bytes = body.size() + splice_.size();
 
     std::string& h = upstream_head_;
     h.reserve(512 + request_.target().size());
@@ -74,9 +79,9 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank, const admission:
             h.append("Authorization: Bearer ").append(token).append("\r\n");
     h.append("Content-Length: ").append(std::to_string(body_bytes)).append("\r\n\r\n");
 
-    if (admitted.inserted_max_tokens) {
+    if (!splice_.empty()) {
         upstream_buffers_ = {net::buffer(h), net::buffer(body.data(), admitted.splice_offset),
-                             net::buffer(admitted.splice_text),
+                             net::buffer(splice_),
                              net::buffer(body.data() + admitted.splice_offset, body.size() - admitted.splice_offset)};
     } else {
         upstream_buffers_ = {net::buffer(h), net::buffer(body), net::const_buffer(), net::const_buffer()};
@@ -118,9 +123,10 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
 }
 
 Relay::~Relay() {
+    if (!metrics_on_) return;
     metrics::GatewayMetrics& m = session_.worker().server().metrics();
-    std::string_view path = request_.target().substr(0, request_.target().find('?'));
-    m.requests.with({std::string(path), status_ == 0 ? "client_closed" : std::to_string(status_)}).inc();
+    const unsigned status = record_.status;
+    m.requests.with({record_.path, status == 0 ? "client_closed" : std::to_string(status)}).inc();
     m.request_duration_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
 }
@@ -139,22 +145,28 @@ awaitable<bool> Relay::run() {
         worker.admitter().admit(request_.body(), request_.body().capacity(), endpoint,
                                 worker.admissionLimits(server.backends().publicWindow()));
     metrics::GatewayMetrics& m = server.metrics();
-    m.admission_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - admit_start).count());
+    if (metrics_on_)
+        m.admission_seconds.observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() - admit_start).count());
     if (auto* refused = std::get_if<admission::Refused>(&verdict)) {
-        m.admission_rejections.with({refused->code.empty() ? "invalid_request_error" : refused->code}).inc();
+        if (refused->code.empty()) refused->code = "invalid_request_error";
+        if (metrics_on_) m.admission_rejections.with({refused->code}).inc();
         ApiError error{refused->http_status, std::move(refused->message), std::move(refused->type),
                        std::move(refused->param), std::move(refused->code)};
-        status_ = error.status;
         co_return co_await session_.writeError(error, request_id_, keep_alive_);
     }
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
+    record_.stream = admitted.stream;
+    record_.images = admitted.images;
+    // Tokens of every stream are counted: a client that did not ask for the
+    // usage chunk gets the stream without it.
+    stream_usage_added_ = admitted.stream && !admitted.has_stream_options && server.config().metrics.stream_usage;
 
     BackendRegistry& backends = server.backends();
     std::shared_ptr<const RoutingTable> table = backends.routingTable();
     if (!table || table->chooser.size() == 0) {
         ApiError error{503, "no backend is available: every backend is down or drained.", "upstream_error", "",
                        "backend_unavailable"};
-        status_ = error.status;
         co_return co_await session_.writeError(error, request_id_, keep_alive_);
     }
 
@@ -168,8 +180,12 @@ awaitable<bool> Relay::run() {
     std::vector<double> loads(table->chooser.size());
     for (size_t i = 0; i < loads.size(); ++i)
         loads[i] = double(backends.slotLoad(table->load_index[i]).load(std::memory_order_relaxed));
-    const double request_load = double(admitted.prompt_tokens);
-    std::vector<size_t> preference = table->chooser.preference(key.key, loads, request_load);
+    // Loads and costs are prompt tokens not expected in a slot's cache.
+    const double prompt_tokens = double(admitted.prompt_tokens);
+    routing::CacheEstimate& cache_estimate = backends.cacheEstimate();
+    std::vector<double> uncached(table->chooser.size());
+    cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
+    std::vector<size_t> preference = table->chooser.preference({key.key, loads, uncached, prompt_tokens});
 
     // Watching the client costs a coroutine and an epoll re-arm per request;
     // it pays where a hang-up would otherwise leave the backend working for
@@ -186,23 +202,6 @@ awaitable<bool> Relay::run() {
             relay.session_.stream().socket().cancel(ec);
         }
     } stop_watch{*this};
-
-    // The load a slot carries while this request is on it.
-    struct SlotLoad {
-        std::atomic<int64_t>* counter = nullptr;
-        int64_t amount = 0;
-        void hold(std::atomic<int64_t>& c, int64_t a) {
-            release();
-            counter = &c;
-            amount = a;
-            c.fetch_add(a, std::memory_order_relaxed);
-        }
-        void release() {
-            if (counter) counter->fetch_sub(amount, std::memory_order_relaxed);
-            counter = nullptr;
-        }
-        ~SlotLoad() { release(); }
-    } slot_load;
 
     // One try on the key's slot, and one retry on its next choice while no
     // byte has reached the client (on another backend when the failure was
@@ -227,7 +226,10 @@ awaitable<bool> Relay::run() {
                 pinned < backends.config(backend).dp_ranks)
                 rank = pinned;
         }
-        slot_load.hold(backends.slotLoad(backends.loadIndex(backend, rank)), int64_t(admitted.prompt_tokens));
+        const uint64_t slot_id = routing::SlotChooser::slotIdOf(routing::Slot{backend, backends.config(backend).name, rank});
+        const double expected_uncached = prompt_tokens - cache_estimate.cachedTokens(key.key, slot_id, prompt_tokens);
+        slot_load_.hold(backends.slotLoad(backends.loadIndex(backend, rank)), int64_t(expected_uncached));
+        cache_estimate.record(key.key, slot_id, prompt_tokens);
         upstream_head_.clear();
         buildUpstreamRequest(backend, rank, admitted);
 
@@ -268,13 +270,16 @@ awaitable<bool> Relay::run() {
         loads.assign(table->chooser.size(), 0.0);
         for (size_t i = 0; i < loads.size(); ++i)
             loads[i] = double(backends.slotLoad(table->load_index[i]).load(std::memory_order_relaxed));
-        preference = table->chooser.preference(key.key, loads, request_load);
+        uncached.assign(table->chooser.size(), 0.0);
+        cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
+        preference = table->chooser.preference({key.key, loads, uncached, prompt_tokens});
         choice = 0;
         while (choice < preference.size() && table->chooser.slots()[preference[choice]].backend_index == backend &&
                table->chooser.slots()[preference[choice]].rank == rank)
             ++choice;
         if (choice >= preference.size()) break;
-        m.upstream_retries.inc();
+        if (metrics_on_) m.upstream_retries.inc();
+        ++record_.retries;
         const routing::Slot& next = table->chooser.slots()[preference[choice]];
         logLine(LogLevel::warn, "request " + request_id_ + ": backend " + name + " rank " + std::to_string(rank) +
                                     " " + why + "; retrying on " + next.backend_name + " rank " +
@@ -290,7 +295,8 @@ awaitable<bool> Relay::run() {
                                    : "backend '" + backend_name + "' failed: " + error.message() + ".",
                          "upstream_error", "", timed_out ? "backend_timeout" : "backend_unreachable"};
         logLine(LogLevel::warn, "request " + request_id_ + ": " + failure.message);
-        status_ = failure.status;
+        record_.backend = backend_name;
+        record_.rank = int(rank);
         co_return co_await session_.writeError(failure, request_id_, keep_alive_);
     }
     co_return co_await relayResponse(std::move(connection), *parser, backend, rank);
@@ -303,16 +309,24 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     const conf::LimitsConfig& limits = worker.server().config().limits;
     const std::string& backend_name = worker.server().backends().config(backend).name;
     auto& upstream = parser.get();
-    beast::tcp_stream& client = session_.stream();
+    ClientStream& client = session_.stream();
     metrics::GatewayMetrics& m = worker.server().metrics();
     const std::string rank_label = std::to_string(rank);
-    metrics::Gauge& inflight = m.inflight_requests.with({backend_name, rank_label});
-    inflight.inc();
-    struct Dec {
-        metrics::Gauge& g;
-        ~Dec() { g.dec(); }
-    } inflight_guard{inflight};
-    status_ = upstream.result_int();
+    struct InflightGuard {
+        metrics::Gauge* gauge;
+        ~InflightGuard() {
+            if (gauge) gauge->dec();
+        }
+    } inflight{metrics_on_ ? &m.inflight_requests.with({backend_name, rank_label}) : nullptr};
+    if (inflight.gauge) inflight.gauge->inc();
+    record_.backend = backend_name;
+    record_.rank = int(rank);
+    record_.status = upstream.result_int();
+    // A non-stream answer comes when the work is done; a stream's prefill
+    // ends with its first body byte (released below).
+    const bool event_stream_head =
+        beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
+    if (!event_stream_head) slot_load_.release();
 
     http::response<http::buffer_body> response{upstream.result(), 11};
     copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
@@ -335,15 +349,19 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     http::response_serializer<http::buffer_body> serializer{response};
 
     // Usage for the per-slot token counters: from the final usage event of a
-    // stream, or from a (small) JSON answer.
+    // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
+    // is cut out of a re-chunked stream (a Content-Length stream cannot
+    // change length, so it is only observed).
     metrics::SseUsageParser stream_usage;
+    const bool filter_usage = event_stream && stream_usage_added_ && response.chunked();
+    std::string filtered;
     std::string answer_copy;
     constexpr size_t kAnswerCopyBytes = 1 << 20;
     auto first_byte = [&, recorded = false]() mutable {
         if (recorded) return;
         recorded = true;
-        m.time_to_first_byte_seconds.observe(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
+        record_.ttfb_seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count();
+        if (metrics_on_) m.time_to_first_byte_seconds.observe(record_.ttfb_seconds);
     };
 
     struct Buffer {
@@ -361,7 +379,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
         if (hec) {
-            status_ = 0;
+            record_.status = 0;
             co_return false;  // the client left; `connection` closes with the upstream request
         }
         header_sent = true;
@@ -377,10 +395,10 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
             if (watch_->client_gone) {
-                m.stream_aborts.with({"client"}).inc();
+                if (metrics_on_) m.stream_aborts.with({"client"}).inc();
                 co_return false;
             }
-            if (header_sent) m.stream_aborts.with({"upstream"}).inc();
+            if (header_sent && metrics_on_) m.stream_aborts.with({"upstream"}).inc();
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
                                   : rec.message();
@@ -389,66 +407,83 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
                 // Nothing reached the client yet: it gets a clean gateway error.
                 ApiError failure{502, "backend '" + backend_name + "' broke off its response: " + why + ".",
                                  "upstream_error", "", "backend_error"};
-                status_ = failure.status;
                 co_await session_.writeError(failure, request_id_, false);
                 co_return false;
             }
+            record_.rejection = "stream_interrupted";
             if (event_stream && response.chunked() && header_sent) {
-                // The client must see a failure, not a stream that merely ends.
-                std::string event = sseErrorEvent("the upstream stream from backend '" + backend_name +
-                                                  "' broke before it completed: " + why + ".");
+                // The client must see a failure, not a stream that merely ends:
+                // first what is held of an unfinished event, then the error.
+                std::string event;
+                if (filter_usage) stream_usage.finish(&event);
+                if (!event.empty() && !event.ends_with("\n\n")) event.append("\n\n");
+                event.append(sseErrorEvent("the upstream stream from backend '" + backend_name +
+                                           "' broke before it completed: " + why + "."));
                 response.body().data = event.data();
                 response.body().size = event.size();
                 response.body().more = true;
                 client.expires_after(ms(limits.client_write_timeout_ms));
                 co_await http::async_write(client, serializer, use_nothrow);
+                record_.bytes_out += event.size();
             }
             session_.close();
             co_return false;
         }
         if (got == 0) continue;
+        slot_load_.release();
         std::string_view piece(chunk.data.get(), got);
-        if (event_stream)
+        if (filter_usage) {
+            filtered.clear();
+            stream_usage.filter(piece, filtered);
+            if (parser.is_done()) stream_usage.finish(&filtered);
+            piece = filtered;
+            // An unfinished event is held back; the last write below ends the body.
+            if (piece.empty()) continue;
+        } else if (event_stream) {
             stream_usage.observe(piece);
-        else if (answer_copy.size() + got <= kAnswerCopyBytes)
+        } else if (answer_copy.size() + got <= kAnswerCopyBytes) {
             answer_copy.append(piece);
-        response.body().data = chunk.data.get();
-        response.body().size = got;
+        }
+        response.body().data = const_cast<char*>(piece.data());
+        response.body().size = piece.size();
         response.body().more = !parser.is_done();
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
         if (wec == http::error::need_buffer) wec = {};
         if (wec) {
             // The client left or stopped draining: drop the upstream too.
-            m.stream_aborts.with({"client"}).inc();
+            if (metrics_on_) m.stream_aborts.with({"client"}).inc();
             co_return false;
         }
+        record_.bytes_out += piece.size();
         header_sent = true;
         first_byte();
     }
 
     error_code fec;
     if (!serializer.is_done()) {
-        response.body().data = nullptr;
-        response.body().size = 0;
+        filtered.clear();
+        if (filter_usage) stream_usage.finish(&filtered);
+        response.body().data = filtered.empty() ? nullptr : filtered.data();
+        response.body().size = filtered.size();
         response.body().more = false;
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [ec, n] = co_await http::async_write(client, serializer, use_nothrow);
         fec = ec == http::error::need_buffer ? error_code{} : ec;
+        if (!fec) record_.bytes_out += filtered.size();
     }
 
     first_byte();
-    std::optional<metrics::Usage> usage;
     if (event_stream) {
-        stream_usage.finish();
-        usage = stream_usage.usage();
+        if (!filter_usage) stream_usage.finish();
+        record_.usage = stream_usage.usage();
     } else {
-        usage = metrics::parseUsageJson(answer_copy);
+        record_.usage = metrics::parseUsageJson(answer_copy);
     }
-    if (usage) {
-        m.prompt_tokens.with({backend_name, rank_label}).inc(usage->prompt_tokens);
-        m.cached_prompt_tokens.with({backend_name, rank_label}).inc(usage->cached_prompt_tokens);
-        m.completion_tokens.with({backend_name, rank_label}).inc(usage->completion_tokens);
+    if (record_.usage && metrics_on_) {
+        m.prompt_tokens.with({backend_name, rank_label}).inc(record_.usage->prompt_tokens);
+        m.cached_prompt_tokens.with({backend_name, rank_label}).inc(record_.usage->cached_prompt_tokens);
+        m.completion_tokens.with({backend_name, rank_label}).inc(record_.usage->completion_tokens);
     }
 
     if (parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {

@@ -10,6 +10,7 @@
 
 #include "admission/verdict.hpp"
 #include "conf/key_store.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/client_session.hpp"
 #include "gateway/upstream_pool.hpp"
 
@@ -23,10 +24,11 @@ class Relay {
 public:
     // `key` is the client's authenticated key (null when auth is optional and
     // none was sent); a trusted key may pin X-data-parallel-rank itself.
-    Relay(ClientSession& session, ClientRequest& request, std::string request_id, bool keep_alive,
+    // `record` (the access-log line) learns the route, status, usage and timings.
+    Relay(ClientSession& session, ClientRequest& request, AccessRecord& record, bool keep_alive,
           const conf::KeyInfo* key);
 
-    // Records the request's outcome in the metrics.
+    // Records the request's outcome in the metrics (unless metrics are off).
     ~Relay();
 
     // Returns whether the client connection may serve another request.
@@ -48,13 +50,36 @@ private:
 
     ClientSession& session_;
     ClientRequest& request_;
-    std::string request_id_;
+    AccessRecord& record_;  // record_.status: what the client was answered; 0 = nothing (it left)
+    const std::string& request_id_;
     bool keep_alive_;
     const conf::KeyInfo* key_;
+    const bool metrics_on_;
+    // dpgate added stream_options.include_usage upstream: the usage chunk
+    // is removed from what the client sees.
+    bool stream_usage_added_ = false;
     std::shared_ptr<ClientWatch> watch_;
+    // The prefill work this request puts on its slot (its prompt tokens not
+    // expected in cache there), from the moment it is sent until its prefill
+    // is over: the first body byte of a stream, the answer of a non-stream.
+    struct SlotLoad {
+        std::atomic<int64_t>* counter = nullptr;
+        int64_t amount = 0;
+        void hold(std::atomic<int64_t>& c, int64_t a) {
+            release();
+            counter = &c;
+            amount = a;
+            c.fetch_add(a, std::memory_order_relaxed);
+        }
+        void release() {
+            if (counter) counter->fetch_sub(amount, std::memory_order_relaxed);
+            counter = nullptr;
+        }
+        ~SlotLoad() { release(); }
+    } slot_load_;
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
-    unsigned status_ = 0;  // what the client was answered; 0 = nothing (it left)
     std::string upstream_head_;
+    std::string splice_;  // spliced after the body's '{': max_tokens and/or stream_options
     std::array<net::const_buffer, 4> upstream_buffers_;
 };
 

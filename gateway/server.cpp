@@ -3,6 +3,7 @@
 #include "gateway/admin_listener.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
+#include "gateway/tls_context.hpp"
 #include "gateway/worker.hpp"
 
 #include <boost/asio/signal_set.hpp>
@@ -37,6 +38,8 @@ Server::Server(conf::Config config)
       current_(&config_),
       tokenizer_(loadTokenizer(config_.model)),
       keys_(std::make_shared<const conf::KeyStore>(config_.auth, config_.admin)),
+      access_log_(AccessLogSink::open(config_.log.access)),
+      tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
       key_limiter_(std::make_shared<conf::KeyLimiter>(config_.auth)),
       backends_(config_) {
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
@@ -107,7 +110,9 @@ namespace {
 // What a reload cannot change: it would need new sockets, threads, pools or
 // a new tokenizer. Empty when the new config may be swapped in.
 std::string restartOnlyChange(const conf::Config& running, const conf::Config& next) {
-    if (!(running.listen == next.listen)) return "listen";
+    if (running.listen.address != next.listen.address || running.listen.port != next.listen.port ||
+        running.listen.tls.enabled() != next.listen.tls.enabled())
+        return "listen";
     if (running.admin.address != next.admin.address || running.admin.port != next.admin.port)
         return "admin.address/admin.port";
     if (running.threads != next.threads) return "threads";
@@ -133,16 +138,26 @@ std::optional<std::string> Server::reload() {
     const conf::Config& running = config();
     auto next = std::make_unique<conf::Config>();
     std::shared_ptr<const conf::KeyStore> keys;
+    std::shared_ptr<AccessLogSink> access_log;
+    std::shared_ptr<net::ssl::context> tls;
     try {
         *next = withThreads(conf::loadConfigFile(running.source_path));
         keys = std::make_shared<const conf::KeyStore>(next->auth, next->admin);
+        access_log = AccessLogSink::open(next->log.access);
+        // The certificate files are read again even when their paths did not
+        // change: that is how a renewed certificate is picked up.
+        if (next->listen.tls.enabled()) tls = makeServerTlsContext(next->listen.tls);
     } catch (const conf::ConfigError& e) {
+        return std::string(e.what());
+    } catch (const std::runtime_error& e) {
         return std::string(e.what());
     }
     if (std::string key = restartOnlyChange(running, *next); !key.empty())
         return "conf: " + key + ": cannot change without a restart; the running config stays";
     backends_.applyReload(next->model.window_tokens, next->routing.balance_factor);
     std::atomic_store(&keys_, keys);
+    std::atomic_store(&access_log_, access_log);
+    std::atomic_store(&tls_, tls);
     std::atomic_store(&key_limiter_, std::make_shared<conf::KeyLimiter>(next->auth));
     setLogLevel(parseLogLevel(next->log.level));
     const conf::Config* published = next.get();

@@ -6,9 +6,12 @@
 #include "conf/config.hpp"
 #include "conf/key_limiter.hpp"
 #include "conf/key_store.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/backend_registry.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
+
+#include <boost/asio/ssl/context.hpp>
 
 #include <atomic>
 #include <mutex>
@@ -44,6 +47,11 @@ public:
     // A request releases on the limiter it acquired from, even across a reload.
     std::shared_ptr<conf::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
+    // Where access-log lines go; reopened on reload (log rotation).
+    std::shared_ptr<AccessLogSink> accessLog() const { return std::atomic_load(&access_log_); }
+    // The client listener's TLS context (null: plain HTTP); rebuilt on
+    // reload, so a renewed certificate needs no restart.
+    std::shared_ptr<net::ssl::context> tlsContext() const { return std::atomic_load(&tls_); }
     // Null when no tokenizer is configured: admission then admits only what
     // fits the window by the byte bound and answers 503 for the rest.
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
@@ -61,6 +69,8 @@ private:
     std::mutex reload_mutex_;
     std::shared_ptr<const admission::Tokenizer> tokenizer_;
     std::shared_ptr<const conf::KeyStore> keys_;
+    std::shared_ptr<AccessLogSink> access_log_;
+    std::shared_ptr<net::ssl::context> tls_;
     metrics::GatewayMetrics metrics_;
     std::shared_ptr<conf::KeyLimiter> key_limiter_;
     BackendRegistry backends_;

@@ -36,7 +36,10 @@ uint16_t Worker::listen(const tcp::endpoint& endpoint) {
 
 void Worker::start() {
     net::co_spawn(io_, acceptLoop(), net::detached);
-    thread_ = std::thread([this] { io_.run(); });
+    thread_ = std::thread([this] {
+        io_.run();
+        flushAccessLog();
+    });
 }
 
 void Worker::join() {
@@ -63,7 +66,7 @@ awaitable<void> Worker::acceptLoop() {
             socket.close(ignored);
             continue;
         }
-        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket)));
+        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket), server_.tlsContext()));
     }
 }
 
@@ -94,6 +97,29 @@ void Worker::returnRelayBuffer(std::unique_ptr<char[]> buffer) {
     // Keep as many as were ever in use at once, up to a bound: memory
     // follows the peak of concurrent relays, not the request count.
     if (spare_buffers_.size() < 256) spare_buffers_.push_back(std::move(buffer));
+}
+
+void Worker::logAccess(const AccessRecord& record) {
+    if (server_.config().log.access == "off") return;
+    access_lines_.append(formatAccessLine(record, std::chrono::steady_clock::now()));
+    constexpr size_t kFlushBytes = 16 * 1024;
+    if (access_lines_.size() >= kFlushBytes) {
+        flushAccessLog();
+        return;
+    }
+    if (access_flush_armed_) return;
+    access_flush_armed_ = true;
+    access_flush_timer_.expires_after(std::chrono::milliseconds(250));
+    access_flush_timer_.async_wait([this](const error_code&) {
+        access_flush_armed_ = false;
+        flushAccessLog();
+    });
+}
+
+void Worker::flushAccessLog() {
+    if (access_lines_.empty()) return;
+    server_.accessLog()->write(access_lines_);
+    access_lines_.clear();
 }
 
 void Worker::beginShutdown() {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include "admission/admit.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/net.hpp"
 #include "gateway/upstream_pool.hpp"
 
@@ -51,6 +52,11 @@ public:
     std::unique_ptr<char[]> takeRelayBuffer();
     void returnRelayBuffer(std::unique_ptr<char[]> buffer);
 
+    // Buffers the request's access-log line (see access_log.hpp); a no-op
+    // when log.access is off.
+    void logAccess(const AccessRecord& record);
+    void flushAccessLog();
+
     void attach(ClientSession* session) { sessions_.insert(session); }
     void detach(ClientSession* session) { sessions_.erase(session); }
 
@@ -70,6 +76,9 @@ private:
     admission::AdmissionLimits admission_limits_;
     const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
     std::mt19937_64 random_;
+    std::string access_lines_;
+    net::steady_timer access_flush_timer_{io_};
+    bool access_flush_armed_ = false;
     bool stopping_ = false;
     std::thread thread_;
 };

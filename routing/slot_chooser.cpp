@@ -10,16 +10,16 @@ namespace {
 
 constexpr uint64_t slot_id_seed = 0x51075e1ec7ed0001ULL;
 
-uint64_t slotId(const Slot& slot) {
+}  // namespace
+
+uint64_t SlotChooser::slotIdOf(const Slot& slot) {
     return Hasher64(slot_id_seed).addField(slot.backend_name).addU64(slot.rank).digest();
 }
-
-}  // namespace
 
 SlotChooser::SlotChooser(std::vector<Slot> slots, SlotChooserOptions options)
     : slots_(std::move(slots)), options_(options) {
     slot_ids_.reserve(slots_.size());
-    for (const Slot& slot : slots_) slot_ids_.push_back(slotId(slot));
+    for (const Slot& slot : slots_) slot_ids_.push_back(slotIdOf(slot));
 }
 
 uint64_t SlotChooser::score(uint64_t key, size_t slot) const {
@@ -28,11 +28,23 @@ uint64_t SlotChooser::score(uint64_t key, size_t slot) const {
     return mix64(mix64(key ^ 0xa0761d6478bd642fULL) ^ slot_ids_[slot]);
 }
 
+bool SlotChooser::ahead(uint64_t key, size_t a, size_t b) const {
+    uint64_t sa = score(key, a), sb = score(key, b);
+    // Ties (2^-64) break on the slot id so the order never depends on config order.
+    return sa > sb || (sa == sb && slot_ids_[a] > slot_ids_[b]);
+}
+
+size_t SlotChooser::home(uint64_t key) const {
+    size_t best = 0;
+    for (size_t i = 1; i < slots_.size(); ++i)
+        if (ahead(key, i, best)) best = i;
+    return best;
+}
+
 std::vector<size_t> SlotChooser::rendezvousOrder(uint64_t key) const {
     std::vector<std::pair<uint64_t, size_t>> scored;
     scored.reserve(slots_.size());
     for (size_t i = 0; i < slots_.size(); ++i) scored.emplace_back(score(key, i), i);
-    // Ties (2^-64) break on the slot id so the order never depends on config order.
     std::sort(scored.begin(), scored.end(), [this](const auto& a, const auto& b) {
         if (a.first != b.first) return a.first > b.first;
         return slot_ids_[a.second] > slot_ids_[b.second];
@@ -43,37 +55,63 @@ std::vector<size_t> SlotChooser::rendezvousOrder(uint64_t key) const {
     return order;
 }
 
+double SlotChooser::loadBound(const RouteRequest& request, size_t home_slot) const {
+    double total = request.uncached_tokens[home_slot];
+    for (double load : request.loads) total += load;
+    double mean = slots_.empty() ? 0.0 : total / double(slots_.size());
+    return options_.balance_factor * mean + options_.slack_requests * request.prompt_tokens +
+           options_.slack_tokens;
+}
+
+size_t SlotChooser::choose(const RouteRequest& request) const {
+    assert(!slots_.empty() && request.loads.size() == slots_.size() &&
+           request.uncached_tokens.size() == slots_.size());
+    const size_t h = home(request.key);
+    const double bound = loadBound(request, h);
+    const auto& loads = request.loads;
+    const auto& uncached = request.uncached_tokens;
+    if (loads[h] <= bound) return h;
+
+    size_t best = h;
+    for (size_t c = 0; c < slots_.size(); ++c) {
+        if (c == h || loads[c] > bound) continue;
+        if (best == h) {
+            best = c;
+            continue;
+        }
+        double cost = loads[c] + uncached[c], best_cost = loads[best] + uncached[best];
+        if (cost < best_cost || (cost == best_cost && ahead(request.key, c, best))) best = c;
+    }
+    // Leaving costs the prefix cached at home; stay when it buys nothing.
+    if (best != h && loads[h] + uncached[h] <= loads[best] + uncached[best]) return h;
+    return best;  // h when nothing is within the bound (balance_factor < 1)
+}
+
+std::vector<size_t> SlotChooser::preference(const RouteRequest& request) const {
+    size_t chosen = choose(request);
+    double bound = loadBound(request, home(request.key));
+    std::vector<size_t> order = rendezvousOrder(request.key);
+    std::stable_partition(order.begin(), order.end(), [&](size_t slot) { return request.loads[slot] <= bound; });
+    auto at = std::find(order.begin(), order.end(), chosen);
+    std::rotate(order.begin(), at, at + 1);
+    return order;
+}
+
+std::vector<size_t> SlotChooser::preference(uint64_t key, std::span<const double> loads, double request_load) const {
+    std::vector<double> uncached(slots_.size(), request_load);
+    return preference(RouteRequest{key, loads, uncached, request_load});
+}
+
+size_t SlotChooser::choose(uint64_t key, std::span<const double> loads, double request_load) const {
+    std::vector<double> uncached(slots_.size(), request_load);
+    return choose(RouteRequest{key, loads, uncached, request_load});
+}
+
 double SlotChooser::loadBound(std::span<const double> loads, double request_load) const {
     double total = request_load;
     for (double load : loads) total += load;
     double mean = slots_.empty() ? 0.0 : total / double(slots_.size());
-    return options_.balance_factor * mean + options_.slack_requests * request_load;
-}
-
-std::vector<size_t> SlotChooser::preference(uint64_t key, std::span<const double> loads, double request_load) const {
-    assert(loads.size() == slots_.size());
-    std::vector<size_t> order = rendezvousOrder(key);
-    double bound = loadBound(loads, request_load);
-    std::stable_partition(order.begin(), order.end(), [&](size_t slot) { return loads[slot] <= bound; });
-    return order;
-}
-
-size_t SlotChooser::choose(uint64_t key, std::span<const double> loads, double request_load) const {
-    assert(!slots_.empty() && loads.size() == slots_.size());
-    double bound = loadBound(loads, request_load);
-    bool found_within = false;
-    size_t best_within = 0, best_any = 0;
-    uint64_t score_within = 0, score_any = 0;
-    for (size_t i = 0; i < slots_.size(); ++i) {
-        uint64_t s = score(key, i);
-        auto better = [&](uint64_t best_score, size_t best) {
-            return s > best_score || (s == best_score && slot_ids_[i] > slot_ids_[best]);
-        };
-        if (i == 0 || better(score_any, best_any)) score_any = s, best_any = i;
-        if (loads[i] <= bound && (!found_within || better(score_within, best_within)))
-            score_within = s, best_within = i, found_within = true;
-    }
-    return found_within ? best_within : best_any;
+    return options_.balance_factor * mean + options_.slack_requests * request_load + options_.slack_tokens;
 }
 
 }  // namespace dpgate::routing

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "routing/affinity_key.hpp"
+#include "routing/cache_estimate.hpp"
 #include "routing/hash64.hpp"
 #include "routing/slot_chooser.hpp"
 #include "tests/bench/replay/block_lru.hpp"
@@ -38,9 +39,9 @@ struct Options {
     size_t cache_blocks = 1024;
     double speedup = 1;
     double prefill_tokens_per_s = 50'000;
-    double balance_factor = 1.25;
-    double slack_requests = 1.0;
+    routing::SlotChooserOptions chooser;  // --balance-factor, --slack-requests, --slack-tokens
     size_t shared_prefix_blocks = 0;
+    bool estimate = true;  // dpgate: loads in tokens not expected in cache (routing::CacheEstimate)
     bool sticky_routed_signal = false;  // dpgate-sticky balances prompt tokens routed, not uncached work done
     std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
 };
@@ -173,21 +174,29 @@ private:
     double rel_threshold_ = 1.5;
 };
 
-// dpgate: the gateway's own affinityKey + SlotChooser. The load it sees is
-// each slot's queued prefill work; this request's load is its prompt tokens.
+// dpgate: the gateway's own affinityKey + SlotChooser + CacheEstimate. The
+// load it sees is each slot's queued prefill work; this request's cost on a
+// slot is its prompt tokens minus what the estimate expects cached there.
 class Dpgate : public Policy {
 public:
     explicit Dpgate(const Options& o)
-        : chooser_(makeSlots(o.slots), {o.balance_factor, o.slack_requests}),
+        : chooser_(makeSlots(o.slots), o.chooser),
           shared_prefix_blocks_(o.shared_prefix_blocks),
-          salt_(o.text_salt) {}
+          salt_(o.text_salt),
+          use_estimate_(o.estimate),
+          uncached_(o.slots) {}
 
     size_t place(const TraceRequest& request, const SlotState& state) override {
         ChatBody body(request.hash_ids, shared_prefix_blocks_, salt_);
         routing::AffinityInput input;
         input.conversation = body.view;
         uint64_t key = routing::affinityKey(input).key;
-        size_t chosen = chooser_.choose(key, state.queued_tokens, request.input_tokens);
+        if (use_estimate_)
+            estimate_.uncachedTokens(key, chooser_, request.input_tokens, uncached_);
+        else
+            std::fill(uncached_.begin(), uncached_.end(), request.input_tokens);
+        size_t chosen = chooser_.choose({key, state.queued_tokens, uncached_, request.input_tokens});
+        estimate_.record(key, chooser_.slotId(chosen), request.input_tokens);
         if (chosen != chooser_.rendezvousOrder(key).front()) ++spilled_;
         return chosen;
     }
@@ -206,6 +215,9 @@ private:
     routing::SlotChooser chooser_;
     size_t shared_prefix_blocks_;
     std::string salt_;
+    bool use_estimate_;
+    routing::CacheEstimate estimate_;
+    std::vector<double> uncached_;
     size_t spilled_ = 0;
 };
 
@@ -296,6 +308,7 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
     std::vector<std::vector<double>> finishes(o.slots);
     std::vector<double> free_at_ms(o.slots, 0), work_tokens(o.slots, 0);
     std::vector<double> ttft_ms;
+    double wait_ms_total = 0;  // the queueing part of TTFT; the rest is the request's own uncached prefill
     double prompt_blocks = 0, cached_blocks = 0, bound_cached_blocks = 0;
     const double tokens_per_ms = o.prefill_tokens_per_s / 1000.0;
 
@@ -324,6 +337,7 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         work_tokens[slot] += uncached;
         state.done_tokens[slot] += uncached;
         ttft_ms.push_back(free_at_ms[slot] - now_ms);
+        wait_ms_total += start_ms - now_ms;
     }
 
     std::vector<double> sorted = ttft_ms;
@@ -349,6 +363,7 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         {"bound_hit_ratio", round3(prompt_blocks > 0 ? bound_cached_blocks / prompt_blocks : 0)},
         {"ttft_mean_ms", round3(mean)},
         {"ttft_p99_ms", round3(p99)},
+        {"wait_mean_ms", round3(wait_ms_total / double(std::max<size_t>(1, trace.size())))},
         {"work_imbalance", round3(work_mean > 0 ? work_max / work_mean : 0)},
     };
     out.update(policy->extra());
@@ -360,8 +375,9 @@ int usage() {
     std::fprintf(stderr,
                  "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
                  "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
-                 "[--slack-requests S]\n"
+                 "[--slack-requests S] [--slack-tokens T]\n"
                  "                     [--shared-prefix-blocks K] [--text-salt S] [--sticky-signal uncached|routed]\n"
+                 "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
                  "policies: round-robin least-loaded first-block-hash cache-aware dpgate dpgate-sticky (experiment)\n");
     return 2;
 }
@@ -390,11 +406,15 @@ int main(int argc, char** argv) {
             else if (arg == "--prefill-tokens-per-s")
                 o.prefill_tokens_per_s = std::stod(value);
             else if (arg == "--balance-factor")
-                o.balance_factor = std::stod(value);
+                o.chooser.balance_factor = std::stod(value);
             else if (arg == "--slack-requests")
-                o.slack_requests = std::stod(value);
+                o.chooser.slack_requests = std::stod(value);
             else if (arg == "--shared-prefix-blocks")
                 o.shared_prefix_blocks = std::stoul(value);
+            else if (arg == "--slack-tokens")
+                o.chooser.slack_tokens = std::stod(value);
+            else if (arg == "--estimate")
+                o.estimate = value != "0";
             else if (arg == "--text-salt")
                 o.text_salt = value;
             else if (arg == "--sticky-signal")

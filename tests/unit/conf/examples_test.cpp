@@ -74,6 +74,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "backends[].name", "backends[].url", "backends[].role", "backends[].dp_ranks", "backends[].credential_env",
         "auth.required", "auth.keys_file", "auth.keys",
         "log.access", "log.level",
+        "metrics.enabled", "metrics.stream_usage",
         "threads",
     };
     std::set<std::string> found;

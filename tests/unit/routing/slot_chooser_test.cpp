@@ -131,7 +131,8 @@ TEST(SlotChooser, IdleSystemNeverSpills) {
 }
 
 TEST(SlotChooser, OverloadedSlotSpillsToTheKeysNextChoice) {
-    SlotChooser chooser(slotsOf({"a"}, 8), {.balance_factor = 1.25});
+    // One whole request of slack, no token slack: the bound arithmetic below.
+    SlotChooser chooser(slotsOf({"a"}, 8), {.balance_factor = 1.25, .slack_requests = 1.0, .slack_tokens = 0});
     for (int i = 0; i < 500; ++i) {
         uint64_t k = keyOf(i);
         auto order = chooser.rendezvousOrder(k);
@@ -177,7 +178,10 @@ TEST(SlotChooser, BoundedLoadKeepsHotKeysFromPilingUp) {
     }
     double total = 0, max = 0;
     for (double l : loads) total += l, max = std::max(max, l);
-    EXPECT_LE(max, 1.25 * total / 8 + 200);
+    // A slot takes a request only while within the bound: at most the bound
+    // (1.25 x mean + a quarter request + 2,048 tokens) plus that request.
+    EXPECT_LE(max, 1.25 * total / 8 + 0.25 * 100 + 2048 + 100);
+    EXPECT_GE(max, 1.25 * total / 8);  // the hot key does fill its home up to the bound
 }
 
 TEST(SlotChooser, KnownPlacementsAreStableAcrossBuilds) {
@@ -188,4 +192,111 @@ TEST(SlotChooser, KnownPlacementsAreStableAcrossBuilds) {
     EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(0))[1]), std::make_pair(std::string("primary"), 4u));
     EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(3))[0]), std::make_pair(std::string("standby"), 3u));
     EXPECT_EQ(identity(chooser, chooser.rendezvousOrder(keyOf(4))[0]), std::make_pair(std::string("standby"), 6u));
+}
+
+// --- Loads and costs in prompt tokens not expected in cache (RouteRequest) ---
+
+TEST(SlotChooser, HomeWithinTheBoundIgnoresLoadsAndCosts) {
+    // Determinism between replicas: while a key's home is not overloaded the
+    // choice is its home, whatever the other slots carry and whatever each
+    // replica's cache estimate says.
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));
+    uint64_t seed = 1;
+    auto next = [&seed](double max) { return double((seed = mix64(seed)) % 1000) / 1000.0 * max; };
+    for (int i = 0; i < 1000; ++i) {
+        uint64_t k = keyOf(i);
+        size_t home = chooser.rendezvousOrder(k).front();
+        std::vector<double> loads(16), uncached(16);
+        double others = 0;
+        for (size_t s = 0; s < 16; ++s) {
+            loads[s] = s == home ? 0 : next(20'000);
+            uncached[s] = next(30'000);
+            others += loads[s];
+        }
+        loads[home] = 1.25 * others / 16;  // at most the bound, which also counts home's own load
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000}), home);
+    }
+}
+
+TEST(SlotChooser, CachedTurnStaysOnAnOverloadedHomeWhileLeavingCostsMore) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    uint64_t k = keyOf(7);
+    size_t home = chooser.rendezvousOrder(k).front();
+    std::vector<double> loads(8, 0.0), uncached(8, 30'000.0);
+    uncached[home] = 1'000;  // 29k of the 30k prompt cached at home
+    // bound = 1.25 x 21'000 / 8 + 0.25 x 30'000 + 2'048 = 12'829: home is over
+    // it, but 20'000 + 1'000 there beats 0 + 30'000 anywhere else.
+    loads[home] = 20'000;
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000}), home);
+    // 40'000 + 1'000 no longer does.
+    loads[home] = 40'000;
+    size_t away = chooser.choose({k, loads, uncached, 30'000});
+    EXPECT_NE(away, home);
+    EXPECT_EQ(away, chooser.rendezvousOrder(k)[1]);  // every other slot idle: rendezvous order decides
+}
+
+TEST(SlotChooser, OverloadedHomeSendsAFreshRequestWhereItFinishesFirst) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    for (int i = 0; i < 200; ++i) {
+        uint64_t k = keyOf(i);
+        auto order = chooser.rendezvousOrder(k);
+        std::vector<double> loads(8, 3'000.0), uncached(8, 4'000.0);
+        loads[order[0]] = 40'000;
+        loads[order[1]] = 5'000;
+        loads[order[2]] = 0;
+        // bound = 1.25 x 64'000 / 8 + 1'000 + 2'048 = 13'048: only home is over.
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 4'000}), order[2]);
+        auto pref = chooser.preference({k, loads, uncached, 4'000});
+        EXPECT_EQ(pref.front(), order[2]);
+        EXPECT_EQ(pref.back(), order[0]);
+    }
+}
+
+TEST(SlotChooser, SpilledConversationFollowsItsPrefixUntilHomeRecovers) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    uint64_t k = keyOf(11);
+    auto order = chooser.rendezvousOrder(k);
+    std::vector<double> loads(8, 0.0), uncached(8, 20'000.0);
+    uncached[order[3]] = 1'000;  // its last turn spilled to its fourth choice
+    loads[order[0]] = 40'000;
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000}), order[3]);
+    // Home drained: back home, as every replica would send it, though the
+    // freshest prefix is elsewhere.
+    loads[order[0]] = 0;
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000}), order[0]);
+}
+
+TEST(SlotChooser, SlackIsSmallButANearlyIdleHomeKeepsItsKeys) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    for (int i = 0; i < 300; ++i) {
+        uint64_t k = keyOf(i);
+        size_t home = chooser.rendezvousOrder(k).front();
+        for (double prompt : {1.0, 1'000.0, 100'000.0}) {
+            std::vector<double> loads(8, 0.0), uncached(8, prompt);
+            loads[home] = 2'048;  // up to slack_tokens queued at home: never a spill
+            EXPECT_EQ(chooser.choose({k, loads, uncached, prompt}), home);
+        }
+        // One 60k-token prefill queued at home, every other slot idle: a
+        // fresh 1k-token request would wait 1.2 s at 50k tokens/s. Spill.
+        std::vector<double> loads(8, 0.0), uncached(8, 1'000.0);
+        loads[home] = 60'000;
+        EXPECT_NE(chooser.choose({k, loads, uncached, 1'000}), home);
+    }
+}
+
+TEST(SlotChooser, RouteRequestPreferenceIsAPermutationLedByChoose) {
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));
+    std::vector<double> loads, uncached;
+    for (int s = 0; s < 16; ++s) {
+        loads.push_back(double((s * 7919) % 13) * 4000);
+        uncached.push_back(double((s * 104729) % 7) * 3000);
+    }
+    for (int i = 0; i < 1000; ++i) {
+        RouteRequest request{keyOf(i), loads, uncached, 20'000};
+        auto pref = chooser.preference(request);
+        EXPECT_EQ(pref.front(), chooser.choose(request));
+        auto sorted = pref;
+        std::sort(sorted.begin(), sorted.end());
+        for (size_t s = 0; s < sorted.size(); ++s) ASSERT_EQ(sorted[s], s);
+    }
 }

@@ -1,0 +1,142 @@
+#include "gateway/access_log.hpp"
+
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <ctime>
+#include <stdexcept>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+namespace dpgate::gateway {
+
+namespace {
+
+// JSON string contents for values dpgate did not write itself (request ids,
+// paths, key names): quotes, backslashes and control bytes escaped; bytes
+// that are not valid UTF-8 are replaced so the line always parses.
+void appendJsonString(std::string& out, std::string_view text) {
+    static constexpr char kHex[] = "0123456789abcdef";
+    out.push_back('"');
+    for (size_t i = 0; i < text.size(); ++i) {
+        unsigned char c = static_cast<unsigned char>(text[i]);
+        if (c == '"' || c == '\\') {
+            out.push_back('\\');
+            out.push_back(char(c));
+        } else if (c < 0x20 || c == 0x7f) {
+            out.append("\\u00").push_back(kHex[c >> 4]);
+            out.push_back(kHex[c & 15]);
+        } else if (c < 0x80) {
+            out.push_back(char(c));
+        } else {
+            // Keep a well-formed UTF-8 sequence (no overlongs, no
+            // surrogates, nothing past U+10FFFF), replace anything else.
+            size_t length = c >= 0xf5 ? 0 : c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : c >= 0xc2 ? 2 : 0;
+            bool ok = length != 0 && i + length <= text.size();
+            if (ok) {
+                unsigned char second = static_cast<unsigned char>(text[i + 1]);
+                unsigned char low = c == 0xe0 ? 0xa0 : c == 0xf0 ? 0x90 : 0x80;
+                unsigned char high = c == 0xed ? 0x9f : c == 0xf4 ? 0x8f : 0xbf;
+                ok = second >= low && second <= high;
+            }
+            for (size_t k = 2; ok && k < length; ++k) ok = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+            if (ok) {
+                out.append(text.substr(i, length));
+                i += length - 1;
+            } else {
+                out.append("\\ufffd");
+            }
+        }
+    }
+    out.push_back('"');
+}
+
+void appendField(std::string& out, std::string_view name) {
+    out.append(",\"").append(name).append("\":");
+}
+
+void appendMillis(std::string& out, double seconds) {
+    char text[32];
+    int n = std::snprintf(text, sizeof text, "%.3f", seconds * 1000.0);
+    out.append(text, size_t(n));
+}
+
+}  // namespace
+
+std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::time_point now) {
+    std::string out;
+    out.reserve(384);
+    std::time_t t = std::chrono::system_clock::to_time_t(r.time);
+    auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count() % 1000;
+    std::tm tm{};
+    gmtime_r(&t, &tm);
+    char stamp[40];
+    size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
+    std::snprintf(stamp + n, sizeof stamp - n, ".%03dZ", int(millis));
+    out.append("{\"time\":\"").append(stamp).append("\"");
+    appendField(out, "request_id");
+    appendJsonString(out, r.request_id);
+    appendField(out, "method");
+    appendJsonString(out, r.method);
+    appendField(out, "path");
+    appendJsonString(out, r.path);
+    appendField(out, "key");
+    if (r.key_name.empty()) out.append("null"); else appendJsonString(out, r.key_name);
+    appendField(out, "key_hash");
+    if (r.key_hash.empty()) out.append("null"); else appendJsonString(out, r.key_hash);
+    appendField(out, "backend");
+    if (r.backend.empty()) out.append("null"); else appendJsonString(out, r.backend);
+    appendField(out, "rank");
+    if (r.rank < 0) out.append("null"); else out.append(std::to_string(r.rank));
+    appendField(out, "status");
+    out.append(std::to_string(r.status));
+    appendField(out, "stream");
+    out.append(r.stream ? "true" : "false");
+    appendField(out, "images");
+    out.append(std::to_string(r.images));
+    appendField(out, "prompt_tokens");
+    if (r.usage) out.append(std::to_string(r.usage->prompt_tokens)); else out.append("null");
+    appendField(out, "cached_tokens");
+    if (r.usage) out.append(std::to_string(r.usage->cached_prompt_tokens)); else out.append("null");
+    appendField(out, "completion_tokens");
+    if (r.usage) out.append(std::to_string(r.usage->completion_tokens)); else out.append("null");
+    appendField(out, "ttfb_ms");
+    if (r.ttfb_seconds < 0) out.append("null"); else appendMillis(out, r.ttfb_seconds);
+    appendField(out, "duration_ms");
+    appendMillis(out, std::chrono::duration<double>(now - r.started).count());
+    appendField(out, "bytes_in");
+    out.append(std::to_string(r.bytes_in));
+    appendField(out, "bytes_out");
+    out.append(std::to_string(r.bytes_out));
+    appendField(out, "retries");
+    out.append(std::to_string(r.retries));
+    appendField(out, "rejection");
+    if (r.rejection.empty()) out.append("null"); else appendJsonString(out, r.rejection);
+    out.append("}\n");
+    return out;
+}
+
+std::shared_ptr<AccessLogSink> AccessLogSink::open(const std::string& target) {
+    if (target == "off") return std::shared_ptr<AccessLogSink>(new AccessLogSink(-1, false, target));
+    if (target == "stdout") return std::shared_ptr<AccessLogSink>(new AccessLogSink(STDOUT_FILENO, false, target));
+    if (target == "stderr") return std::shared_ptr<AccessLogSink>(new AccessLogSink(STDERR_FILENO, false, target));
+    int fd = ::open(target.c_str(), O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0640);
+    if (fd < 0) throw std::runtime_error("log.access: cannot open " + target + ": " + std::strerror(errno));
+    return std::shared_ptr<AccessLogSink>(new AccessLogSink(fd, true, target));
+}
+
+AccessLogSink::~AccessLogSink() {
+    if (owned_ && fd_ >= 0) ::close(fd_);
+}
+
+void AccessLogSink::write(std::string_view lines) {
+    while (fd_ >= 0 && !lines.empty()) {
+        ssize_t n = ::write(fd_, lines.data(), lines.size());
+        if (n < 0 && errno == EINTR) continue;
+        if (n <= 0) return;  // a full disk or a closed pipe must not stop the gateway
+        lines.remove_prefix(size_t(n));
+    }
+}
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,70 @@
+// The access log: one JSON line per request (log.access: stdout | stderr |
+// off | PATH). It says who asked (the key's name and hash prefix, never the
+// key), where it went (backend, rank), what came of it (status, tokens,
+// timings, bytes, the refusal's reason) — never prompt or completion text.
+//
+// Lines are formatted on the request's worker and buffered there; a worker
+// writes its buffer with one write(2) when it grows past a few KiB or a
+// quarter second after its first line, so logging costs no syscall per
+// request and lines from threads never interleave.
+#pragma once
+
+#include "gateway/metrics/usage_parser.hpp"
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+
+namespace dpgate::gateway {
+
+struct AccessRecord {
+    std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
+    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    std::string request_id;
+    std::string method;
+    std::string path;  // without the query
+    std::string key_name;
+    std::string key_hash;  // KeyInfo::hash_prefix
+    std::string backend;   // empty: answered by dpgate itself
+    int rank = -1;
+    unsigned status = 0;  // 0: the client left before an answer
+    bool stream = false;
+    uint32_t images = 0;
+    std::optional<metrics::Usage> usage;
+    double ttfb_seconds = -1;  // < 0: no byte was sent
+    uint64_t bytes_in = 0;     // request body
+    uint64_t bytes_out = 0;    // response body as relayed
+    uint32_t retries = 0;
+    std::string rejection;  // the error code of a refusal (context_length_exceeded, invalid_api_key, ...)
+};
+
+// The record as one JSON object and a newline. Pure, for tests.
+std::string formatAccessLine(const AccessRecord& record, std::chrono::steady_clock::time_point now);
+
+// Where the lines go. Opened at start and on reload (so a rotated file is
+// reopened); shared by the workers.
+class AccessLogSink {
+public:
+    // "off" gives a sink that is not enabled(); a PATH is opened for append
+    // (created 0640). Throws std::runtime_error naming the path on failure.
+    static std::shared_ptr<AccessLogSink> open(const std::string& target);
+    ~AccessLogSink();
+    AccessLogSink(const AccessLogSink&) = delete;
+    AccessLogSink& operator=(const AccessLogSink&) = delete;
+
+    bool enabled() const { return fd_ >= 0; }
+    // Writes whole lines (retrying short writes); errors are counted, not thrown.
+    void write(std::string_view lines);
+    const std::string& target() const { return target_; }
+
+private:
+    AccessLogSink(int fd, bool owned, std::string target) : fd_(fd), owned_(owned), target_(std::move(target)) {}
+    int fd_;
+    bool owned_;
+    std::string target_;
+};
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,50 @@
+#include "routing/cache_estimate.hpp"
+
+#include <algorithm>
+#include <bit>
+
+#include "routing/hash64.hpp"
+
+namespace dpgate::routing {
+
+CacheEstimate::CacheEstimate(size_t capacity_keys)
+    : entries_(std::bit_ceil(std::max<size_t>(capacity_keys, 1))), mask_(entries_.size() - 1) {}
+
+const CacheEstimate::Entry* CacheEstimate::find(uint64_t key) const {
+    // Direct-mapped: a colliding key overwrites (forgets) the older one,
+    // which is the safe direction for an estimate of what is cached.
+    const Entry& e = entries_[mix64(key) & mask_];
+    return e.used && e.key == key ? &e : nullptr;
+}
+
+double CacheEstimate::cachedTokens(uint64_t key, uint64_t slot_id, double prompt_tokens) const {
+    std::lock_guard lock(mutex_);
+    const Entry* e = find(key);
+    if (!e) return 0;
+    for (const Way& way : e->ways)
+        if (way.tokens > 0 && way.slot_id == slot_id) return std::min(way.tokens, prompt_tokens);
+    return 0;
+}
+
+void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens,
+                                   std::span<double> out) const {
+    std::lock_guard lock(mutex_);
+    const Entry* e = find(key);
+    for (size_t s = 0; s < chooser.size(); ++s) {
+        double cached = 0;
+        if (e)
+            for (const Way& way : e->ways)
+                if (way.tokens > 0 && way.slot_id == chooser.slotId(s)) cached = std::min(way.tokens, prompt_tokens);
+        out[s] = prompt_tokens - cached;
+    }
+}
+
+void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {
+    std::lock_guard lock(mutex_);
+    Entry& e = entries_[mix64(key) & mask_];
+    if (!e.used || e.key != key) e = Entry{key, true, {}};
+    if (e.ways[0].slot_id != slot_id) e.ways[1] = e.ways[0];
+    e.ways[0] = {slot_id, prompt_tokens};
+}
+
+}  // namespace dpgate::routing

@@ -1,0 +1,62 @@
+// What the gateway expects each slot's prefix cache to hold of a
+// conversation: the prompt of the key's last request sent to that slot (an
+// append-only conversation's next prompt starts with it). It turns "prompt
+// tokens" into "prompt tokens not expected in cache", the unit the slot
+// chooser balances in (issue 5). An estimate: it does not see evictions (it
+// may expect a prefix the rank has since dropped), it forgets a key whose
+// table entry another key took (it then expects nothing), and it never
+// credits one key with another's prefix, so a system prompt shared by every
+// conversation attracts nobody to the slots that served it.
+// Per gateway process (not shared between replicas); it only matters when a
+// key's first choice is overloaded, so replicas still agree on every key
+// while nothing is. Thread-safe (one mutex): the gateway's workers share one.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <span>
+#include <vector>
+
+#include "routing/slot_chooser.hpp"
+
+namespace dpgate::routing {
+
+class CacheEstimate {
+public:
+    // Room for `capacity_keys` conversations (rounded up to a power of two),
+    // 48 bytes each: the default 65,536 keys is 3 MiB.
+    explicit CacheEstimate(size_t capacity_keys = size_t{1} << 16);
+
+    // Prompt tokens of a request of `prompt_tokens` for `key` expected in
+    // slot `slot_id`'s cache.
+    double cachedTokens(uint64_t key, uint64_t slot_id, double prompt_tokens) const;
+
+    // For every slot of `chooser`: this request's prompt tokens not expected
+    // in cache there. `out` has chooser.size() entries.
+    void uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens, std::span<double> out) const;
+
+    // The request was sent to `slot_id`: its prompt will be cached there.
+    // Keeps the key's two most recent slots (the home and the slot it last
+    // spilled to).
+    void record(uint64_t key, uint64_t slot_id, double prompt_tokens);
+
+private:
+    struct Way {
+        uint64_t slot_id = 0;
+        double tokens = 0;  // 0: nothing known
+    };
+    struct Entry {
+        uint64_t key = 0;
+        bool used = false;
+        Way ways[2];
+    };
+
+    const Entry* find(uint64_t key) const;
+
+    mutable std::mutex mutex_;
+    std::vector<Entry> entries_;
+    uint64_t mask_;
+};
+
+}  // namespace dpgate::routing

@@ -1,0 +1,108 @@
+#include "gateway/access_log.hpp"
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+
+namespace dpgate::gateway {
+namespace {
+
+using nlohmann::json;
+
+AccessRecord relayed() {
+    AccessRecord r;
+    r.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764681600123));  // 2025-12-02T13:20:00.123Z
+    r.request_id = "req-1";
+    r.method = "POST";
+    r.path = "/v1/chat/completions";
+    r.key_name = "alice";
+    r.key_hash = "0123456789ab";
+    r.backend = "primary";
+    r.rank = 5;
+    r.status = 200;
+    r.stream = true;
+    r.images = 2;
+    r.usage = metrics::Usage{1200, 30, 1024};
+    r.ttfb_seconds = 0.0125;
+    r.bytes_in = 4096;
+    r.bytes_out = 900;
+    r.retries = 1;
+    return r;
+}
+
+TEST(AccessLog, RelayedRequestIsOneJsonLineWithEveryField) {
+    AccessRecord r = relayed();
+    std::string line = formatAccessLine(r, r.started + std::chrono::milliseconds(250));
+    ASSERT_EQ(line.back(), '\n');
+    EXPECT_EQ(line.find('\n'), line.size() - 1);
+    json j = json::parse(line);
+    EXPECT_EQ(j["time"], "2025-12-02T13:20:00.123Z");
+    EXPECT_EQ(j["request_id"], "req-1");
+    EXPECT_EQ(j["key"], "alice");
+    EXPECT_EQ(j["key_hash"], "0123456789ab");
+    EXPECT_EQ(j["backend"], "primary");
+    EXPECT_EQ(j["rank"], 5);
+    EXPECT_EQ(j["status"], 200);
+    EXPECT_EQ(j["stream"], true);
+    EXPECT_EQ(j["images"], 2);
+    EXPECT_EQ(j["prompt_tokens"], 1200);
+    EXPECT_EQ(j["cached_tokens"], 1024);
+    EXPECT_EQ(j["completion_tokens"], 30);
+    EXPECT_DOUBLE_EQ(j["ttfb_ms"].get<double>(), 12.5);
+    EXPECT_DOUBLE_EQ(j["duration_ms"].get<double>(), 250.0);
+    EXPECT_EQ(j["bytes_in"], 4096);
+    EXPECT_EQ(j["bytes_out"], 900);
+    EXPECT_EQ(j["retries"], 1);
+    EXPECT_TRUE(j["rejection"].is_null());
+}
+
+TEST(AccessLog, UnknownFactsAreNullNotZero) {
+    AccessRecord r;
+    r.request_id = "r";
+    r.status = 401;
+    r.rejection = "invalid_api_key";
+    json j = json::parse(formatAccessLine(r, r.started));
+    EXPECT_TRUE(j["key"].is_null());
+    EXPECT_TRUE(j["key_hash"].is_null());
+    EXPECT_TRUE(j["backend"].is_null());
+    EXPECT_TRUE(j["rank"].is_null());
+    EXPECT_TRUE(j["prompt_tokens"].is_null());
+    EXPECT_TRUE(j["ttfb_ms"].is_null());
+    EXPECT_EQ(j["rejection"], "invalid_api_key");
+}
+
+TEST(AccessLog, ClientChosenTextIsEscapedAndAlwaysValidUtf8) {
+    AccessRecord r;
+    r.request_id = std::string("a\"b\\c\nd\x01\x7f", 9) + "\xc3\xa9" + "\xff\xfe" + "\xe2\x82";  // é, then junk
+    r.path = "/v1/\xf0\x9f\x98\x80";  // an emoji, 4 bytes
+    std::string line = formatAccessLine(r, r.started);
+    EXPECT_EQ(line.find('\n'), line.size() - 1) << "a raw newline would split the line";
+    json j = json::parse(line);  // throws on invalid UTF-8
+    EXPECT_EQ(j["request_id"], std::string("a\"b\\c\nd\x01\x7f", 9) + "\xc3\xa9" + "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    EXPECT_EQ(j["path"], "/v1/\xf0\x9f\x98\x80");
+}
+
+TEST(AccessLog, FileSinkAppendsAndOffIsDisabled) {
+    EXPECT_FALSE(AccessLogSink::open("off")->enabled());
+    EXPECT_TRUE(AccessLogSink::open("stdout")->enabled());
+    std::string path = ::testing::TempDir() + "dpgate-access-test.log";
+    std::remove(path.c_str());
+    {
+        auto sink = AccessLogSink::open(path);
+        sink->write("one\n");
+        sink->write("two\n");
+    }
+    AccessLogSink::open(path)->write("three\n");
+    std::ifstream in(path);
+    std::stringstream text;
+    text << in.rdbuf();
+    EXPECT_EQ(text.str(), "one\ntwo\nthree\n");
+    std::remove(path.c_str());
+    EXPECT_THROW(AccessLogSink::open("/nonexistent-dir/x/access.log"), std::runtime_error);
+}
+
+}  // namespace
+}  // namespace dpgate::gateway
