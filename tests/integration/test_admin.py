@@ -27,6 +27,42 @@ def test_status_shows_backends_roles_windows_and_eight_slots_each():
             assert [s["rank"] for s in body["backends"][0]["slots"]] == list(range(8))
 
 
+def test_status_shows_each_backends_own_view_of_its_eight_ranks():
+    with Sim() as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            # Two turns of one conversation: the second finds the first's prefix.
+            messages = [{"role": "system", "content": "Be brief. " * 200}, {"role": "user", "content": "one"}]
+            status, headers, _ = gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 1, "messages": messages})
+            assert status == 200
+            messages += [{"role": "assistant", "content": "x"}, {"role": "user", "content": "two"}]
+            assert gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 1, "messages": messages})[0] == 200
+            backend, rank = headers["x-dpgate-route"].split("/")
+            time.sleep(1.1)  # the table is fetched at most once a second
+            body = gw.admin("GET", "/admin/status")[2]
+            by_name = {b["name"]: b for b in body["backends"]}
+            assert by_name["standby"]["backend_metrics"]["error"] is None
+            slots = by_name[backend]["slots"]
+            assert [s["rank"] for s in slots] == list(range(8))
+            for slot in slots:
+                assert slot["running"] == 0 and slot["waiting"] == 0
+            assert 0 < slots[int(rank)]["prefix_cache_hit_ratio"] < 1
+            assert all(s["prefix_cache_hit_ratio"] is None for s in slots if s["rank"] != int(rank))
+
+            # A backend that is down shows why its table is missing, and
+            # status still answers at once.
+            standby.stop()
+            deadline = time.monotonic() + 10
+            while gw.admin("GET", "/admin/status")[2]["backends"][1]["healthy"]:
+                assert time.monotonic() < deadline
+                time.sleep(0.05)
+            time.sleep(1.1)
+            started = time.monotonic()
+            body = gw.admin("GET", "/admin/status")[2]
+            assert time.monotonic() - started < 1
+            assert body["backends"][1]["backend_metrics"]["error"] == "backend is not healthy"
+            assert all(s["running"] is None for s in body["backends"][1]["slots"])
+
+
 def test_flip_is_refused_when_the_standby_reports_a_smaller_window():
     with Sim() as primary, Sim(window=524288) as standby:
         with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:

@@ -82,7 +82,7 @@ def main() -> int:
         return 2
 
     with Sim(threads=1, max_output=16) as sim:
-        config = gateway_config([("primary", sim, "primary")], threads=args.workers, log={"level": "warn"})
+        config = gateway_config([("primary", sim, "primary")], threads=args.workers, log={"level": "warn", "access": "off"})  # nginx: access_log off
         with Gateway(config) as gw:
             prefix = Path(tempfile.mkdtemp(prefix="dpgate-nginx-"))
             for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
