@@ -80,7 +80,7 @@ awaitable<bool> ClientSession::startTls() {
 
 awaitable<void> ClientSession::run() {
     if (tls_ && !co_await startTls()) co_return;
-    std::optional<http::request_parser<http::string_body>> parser;
+    std::optional<http::request_parser<RequestBody>> parser;
     while (!worker_.stopping()) {
         if (co_await readRequest(parser) != ReadResult::request) break;
         ClientRequest request = parser->release();
@@ -103,7 +103,7 @@ awaitable<void> ClientSession::run() {
 }
 
 awaitable<ClientSession::ReadResult> ClientSession::readRequest(
-    std::optional<http::request_parser<http::string_body>>& parser) {
+    std::optional<http::request_parser<RequestBody>>& parser) {
     const conf::LimitsConfig& limits = worker_.server().config().limits;
     idle_ = true;
 
@@ -182,9 +182,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         }
     }
 
-    // The padding lets simdjson parse the body where it lies (admission).
-    if (auto length = parser->content_length(); length && *length > 0)
-        req.body().reserve(*length + admission::kScanPaddingBytes);
+    // The body grows as it arrives, with admission's padding (request_body.hpp).
     while (!parser->is_done()) {
         stream_.expires_after(ms(limits.body_idle_timeout_ms));
         auto [rec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);

@@ -13,6 +13,7 @@
 #include "gateway/api_error.hpp"
 #include "gateway/client_stream.hpp"
 #include "gateway/net.hpp"
+#include "gateway/request_body.hpp"
 
 #include <memory>
 #include <optional>
@@ -22,7 +23,7 @@ namespace dpgate::gateway {
 
 class Worker;
 
-using ClientRequest = http::request<http::string_body>;
+using ClientRequest = http::request<RequestBody>;
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
@@ -57,7 +58,7 @@ private:
     // TLS listener: a ClientHello gets the handshake; plain HTTP gets a 400
     // saying so and the connection closes. False when the session must end.
     awaitable<bool> startTls();
-    awaitable<ReadResult> readRequest(std::optional<http::request_parser<http::string_body>>& parser);
+    awaitable<ReadResult> readRequest(std::optional<http::request_parser<RequestBody>>& parser);
     // Refuses a request the gateway did not fully read: the connection closes after.
     awaitable<ReadResult> refuseRequest(const ApiError& error);
     awaitable<bool> handle(ClientRequest& request, AccessRecord& record);

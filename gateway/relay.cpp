@@ -5,10 +5,13 @@
 #include "gateway/metrics/usage_parser.hpp"
 #include "routing/affinity_key.hpp"
 #include "gateway/server.hpp"
+#include "gateway/upstream_error.hpp"
 #include "gateway/worker.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
+
+#include <nlohmann/json.hpp>
 
 #include <charconv>
 
@@ -125,8 +128,7 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
 Relay::~Relay() {
     if (!metrics_on_) return;
     metrics::GatewayMetrics& m = session_.worker().server().metrics();
-    const unsigned status = record_.status;
-    m.requests.with({record_.path, status == 0 ? "client_closed" : std::to_string(status)}).inc();
+    session_.worker().requestCounter(record_.path, record_.status).inc();
     m.request_duration_seconds.observe(
         std::chrono::duration<double>(std::chrono::steady_clock::now() - started_).count());
 }
@@ -302,6 +304,51 @@ awaitable<bool> Relay::run() {
     co_return co_await relayResponse(std::move(connection), *parser, backend, rank);
 }
 
+awaitable<bool> Relay::relayErrorAnswer(std::unique_ptr<UpstreamConnection> connection,
+                                        http::response_parser<http::buffer_body>& parser, size_t backend) {
+    Worker& worker = session_.worker();
+    const conf::LimitsConfig& limits = worker.server().config().limits;
+    const std::string& backend_name = worker.server().backends().config(backend).name;
+    auto& upstream = parser.get();
+    const unsigned status = upstream.result_int();
+    constexpr size_t kMaxErrorBytes = 64 * 1024;
+    std::string body;
+    char chunk[8192];
+    while (!parser.is_done() && body.size() <= kMaxErrorBytes) {
+        upstream.body().data = chunk;
+        upstream.body().size = sizeof chunk;
+        connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
+        auto [ec, n] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
+        if (ec == http::error::need_buffer) ec = {};
+        if (ec) {
+            if (watch_->client_gone) co_return false;
+            ApiError failure{502, "backend '" + backend_name + "' broke off its " + std::to_string(status) +
+                                      " answer: " + ec.message() + ".",
+                             "upstream_error", "", "backend_error"};
+            co_return co_await session_.writeError(failure, request_id_, false);
+        }
+        body.append(chunk, sizeof chunk - upstream.body().size);
+    }
+    const bool whole = parser.is_done();
+    http::response<http::string_body> response{upstream.result(), 11};
+    response.set(http::field::content_type, "application/json");
+    response.set("X-Request-ID", request_id_);
+    response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(record_.rank));
+    if (auto retry = upstream.find(http::field::retry_after); retry != upstream.end())
+        response.set(http::field::retry_after, retry->value());
+    response.keep_alive(keep_alive_);
+    response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name);
+    if (auto parsed = nlohmann::json::parse(response.body(), nullptr, false); parsed.is_object())
+        if (auto code = parsed["error"].find("code"); code != parsed["error"].end() && code->is_string())
+            record_.rejection = code->get<std::string>();
+    bool written = co_await session_.writeResponse(response);
+    if (whole && parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {
+        watch_->upstream = nullptr;
+        worker.pool(backend).release(std::move(connection));
+    }
+    co_return written && keep_alive_;
+}
+
 awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connection,
                                      http::response_parser<http::buffer_body>& parser, size_t backend,
                                      uint32_t rank) {
@@ -311,13 +358,13 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     auto& upstream = parser.get();
     ClientStream& client = session_.stream();
     metrics::GatewayMetrics& m = worker.server().metrics();
-    const std::string rank_label = std::to_string(rank);
+    Worker::SlotMetrics* slot_metrics = metrics_on_ ? &worker.slotMetrics(backend, rank) : nullptr;
     struct InflightGuard {
         metrics::Gauge* gauge;
         ~InflightGuard() {
             if (gauge) gauge->dec();
         }
-    } inflight{metrics_on_ ? &m.inflight_requests.with({backend_name, rank_label}) : nullptr};
+    } inflight{slot_metrics ? slot_metrics->inflight : nullptr};
     if (inflight.gauge) inflight.gauge->inc();
     record_.backend = backend_name;
     record_.rank = int(rank);
@@ -327,6 +374,8 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     const bool event_stream_head =
         beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
     if (!event_stream_head) slot_load_.release();
+    if (upstream.result_int() >= 400 && !event_stream_head)
+        co_return co_await relayErrorAnswer(std::move(connection), parser, backend);
 
     http::response<http::buffer_body> response{upstream.result(), 11};
     copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
@@ -480,10 +529,10 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     } else {
         record_.usage = metrics::parseUsageJson(answer_copy);
     }
-    if (record_.usage && metrics_on_) {
-        m.prompt_tokens.with({backend_name, rank_label}).inc(record_.usage->prompt_tokens);
-        m.cached_prompt_tokens.with({backend_name, rank_label}).inc(record_.usage->cached_prompt_tokens);
-        m.completion_tokens.with({backend_name, rank_label}).inc(record_.usage->completion_tokens);
+    if (record_.usage && slot_metrics) {
+        slot_metrics->prompt_tokens->inc(record_.usage->prompt_tokens);
+        slot_metrics->cached_prompt_tokens->inc(record_.usage->cached_prompt_tokens);
+        slot_metrics->completion_tokens->inc(record_.usage->completion_tokens);
     }
 
     if (parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {

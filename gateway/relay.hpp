@@ -46,6 +46,10 @@ private:
                                 error_code& error);
     awaitable<bool> relayResponse(std::unique_ptr<UpstreamConnection> connection,
                                   http::response_parser<http::buffer_body>& parser, size_t backend, uint32_t rank);
+    // A backend's error answer (>= 400, not a stream): read whole (it is
+    // small) and sent in OpenAI's error shape.
+    awaitable<bool> relayErrorAnswer(std::unique_ptr<UpstreamConnection> connection,
+                                     http::response_parser<http::buffer_body>& parser, size_t backend);
     static awaitable<void> watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
 
     ClientSession& session_;

@@ -33,8 +33,20 @@ std::shared_ptr<const admission::Tokenizer> loadTokenizer(const conf::ModelConfi
 }
 }  // namespace
 
+namespace {
+// The upstream pools speak plain HTTP: an https:// backend would be sent
+// cleartext to its TLS port, so it is refused instead.
+conf::Config withPlainUpstreams(conf::Config config) {
+    for (const conf::BackendConfig& backend : config.backends)
+        if (backend.scheme != "http")
+            throw std::runtime_error("backend " + backend.name + ": " + backend.url +
+                                     ": upstream https is not supported yet; use http:// on the backend network");
+    return config;
+}
+}  // namespace
+
 Server::Server(conf::Config config)
-    : config_(withThreads(std::move(config))),
+    : config_(withThreads(withPlainUpstreams(std::move(config)))),
       current_(&config_),
       tokenizer_(loadTokenizer(config_.model)),
       keys_(std::make_shared<const conf::KeyStore>(config_.auth, config_.admin)),

@@ -99,6 +99,30 @@ void Worker::returnRelayBuffer(std::unique_ptr<char[]> buffer) {
     if (spare_buffers_.size() < 256) spare_buffers_.push_back(std::move(buffer));
 }
 
+Worker::SlotMetrics& Worker::slotMetrics(size_t backend, uint32_t rank) {
+    SlotMetrics& slot = slot_metrics_[{backend, rank}];
+    if (!slot.inflight) {
+        metrics::GatewayMetrics& m = server_.metrics();
+        const std::string& name = server_.backends().config(backend).name;
+        const std::string rank_label = std::to_string(rank);
+        slot.inflight = &m.inflight_requests.with({name, rank_label});
+        slot.prompt_tokens = &m.prompt_tokens.with({name, rank_label});
+        slot.cached_prompt_tokens = &m.cached_prompt_tokens.with({name, rank_label});
+        slot.completion_tokens = &m.completion_tokens.with({name, rank_label});
+    }
+    return slot;
+}
+
+metrics::Counter& Worker::requestCounter(std::string_view path, unsigned status) {
+    // Paths reaching a relay are the two completion endpoints: the list stays short.
+    for (const RequestCounter& known : request_counters_)
+        if (known.status == status && known.path == path) return *known.counter;
+    metrics::Counter& counter =
+        server_.metrics().requests.with({path, status == 0 ? "client_closed" : std::to_string(status)});
+    request_counters_.push_back({std::string(path), status, &counter});
+    return counter;
+}
+
 void Worker::logAccess(const AccessRecord& record) {
     if (server_.config().log.access == "off") return;
     access_lines_.append(formatAccessLine(record, std::chrono::steady_clock::now()));

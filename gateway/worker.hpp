@@ -6,9 +6,11 @@
 
 #include "admission/admit.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
 #include "gateway/upstream_pool.hpp"
 
+#include <map>
 #include <memory>
 #include <random>
 #include <thread>
@@ -57,6 +59,18 @@ public:
     void logAccess(const AccessRecord& record);
     void flushAccessLog();
 
+    // Metric children this worker updates, looked up once: a family's
+    // with() builds label strings and takes its lock, which per request
+    // showed in the metrics-on/off benchmark.
+    struct SlotMetrics {
+        metrics::Gauge* inflight = nullptr;
+        metrics::Counter* prompt_tokens = nullptr;
+        metrics::Counter* cached_prompt_tokens = nullptr;
+        metrics::Counter* completion_tokens = nullptr;
+    };
+    SlotMetrics& slotMetrics(size_t backend, uint32_t rank);
+    metrics::Counter& requestCounter(std::string_view path, unsigned status);
+
     void attach(ClientSession* session) { sessions_.insert(session); }
     void detach(ClientSession* session) { sessions_.erase(session); }
 
@@ -76,6 +90,13 @@ private:
     admission::AdmissionLimits admission_limits_;
     const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
     std::mt19937_64 random_;
+    std::map<std::pair<size_t, uint32_t>, SlotMetrics> slot_metrics_;
+    struct RequestCounter {
+        std::string path;
+        unsigned status;
+        metrics::Counter* counter;
+    };
+    std::vector<RequestCounter> request_counters_;  // a handful: two endpoints x the statuses seen
     std::string access_lines_;
     net::steady_timer access_flush_timer_{io_};
     bool access_flush_armed_ = false;

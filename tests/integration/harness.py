@@ -491,3 +491,51 @@ class Gateway:
 
     def __exit__(self, *exc) -> None:
         self.stop()
+
+
+# --------------------------------------------------------------------------
+# Process resources (robustness tests): what a process holds, read from /proc.
+
+
+def fd_count(pid: int) -> int:
+    """Open file descriptors of a process."""
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def rss_kib(pid: int) -> int:
+    """Resident memory of a process (VmRSS), in KiB."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1])
+    raise RuntimeError(f"no VmRSS for {pid}")
+
+
+def is_sanitized(pid: int) -> bool:
+    """True for a process built with AddressSanitizer (gcc links libasan):
+    its memory figures are ASan's quarantine and shadow, not the program's."""
+    return "libasan" in Path(f"/proc/{pid}/maps").read_text()
+
+
+def raise_nofile_limit(wanted: int | None = None) -> tuple[int, int]:
+    """Raises this process's soft RLIMIT_NOFILE to `wanted` (default: the hard
+    limit). Children started afterwards (dpgate, dpgate-sim) inherit it.
+    Returns the (soft, hard) limits now in force."""
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = hard if wanted is None else wanted
+    if hard != resource.RLIM_INFINITY:
+        target = min(target, hard)
+    if target > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
+    return resource.getrlimit(resource.RLIMIT_NOFILE)
+
+
+def wait_fd_count(pid: int, at_most: int, timeout: float = 5.0) -> int:
+    """Polls until the process holds at most `at_most` descriptors; returns
+    the last count (the caller asserts on it, so a leak shows its size)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        count = fd_count(pid)
+        if count <= at_most or time.monotonic() > deadline:
+            return count
+        time.sleep(0.05)

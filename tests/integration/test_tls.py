@@ -178,3 +178,15 @@ def test_many_tls_clients_at_once(tls_gateway):
     for t in threads:
         t.join()
     assert failures == []
+
+
+def test_an_https_backend_is_refused_at_start_not_sent_cleartext(tmp_path):
+    from harness import bin_dir
+    config = gateway_config([])
+    config["backends"] = [{"name": "primary", "url": "https://127.0.0.1:9", "role": "primary", "dp_ranks": 8}]
+    path = tmp_path / "dpgate.yaml"
+    path.write_text(json.dumps(config))
+    done = subprocess.run([str(bin_dir() / "dpgate"), "serve", "--config", str(path)], capture_output=True,
+                          text=True, timeout=30)
+    assert done.returncode == 1
+    assert "upstream https is not supported" in done.stderr
