@@ -1,0 +1,37 @@
+// Untrusted bytes into the access-log line and into the rewrite of a
+// backend's error body. The contract: no crash, and the output is always
+// one valid JSON document (the log line: exactly one line).
+#include "gateway/access_log.hpp"
+#include "gateway/upstream_error.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+using namespace dpgate::gateway;
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+    if (size < 1) return 0;
+    const std::string_view input(reinterpret_cast<const char*>(data) + 1, size - 1);
+    const size_t cut = input.empty() ? 0 : data[0] % (input.size() + 1);
+
+    AccessRecord record;
+    record.request_id = std::string(input.substr(0, cut));
+    record.path = std::string(input.substr(cut));
+    record.method = "POST";
+    record.key_name = record.request_id;
+    const std::string line = formatAccessLine(record, record.started);
+    if (line.empty() || line.back() != '\n' || line.find('\n') != line.size() - 1) std::abort();
+    nlohmann::json parsed = nlohmann::json::parse(line, nullptr, false);
+    if (!parsed.is_object()) std::abort();
+
+    const unsigned status = 400 + data[0] % 200;
+    const std::string body = openAiErrorBody(status, input, "primary");
+    nlohmann::json error = nlohmann::json::parse(body, nullptr, false);
+    if (!error.is_object() || !error.contains("error")) std::abort();
+    return 0;
+}
