@@ -18,7 +18,7 @@ const CacheEstimate::Entry* CacheEstimate::find(uint64_t key) const {
 }
 
 double CacheEstimate::cachedTokens(uint64_t key, uint64_t slot_id, double prompt_tokens) const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(stripeOf(key));
     const Entry* e = find(key);
     if (!e) return 0;
     for (const Way& way : e->ways)
@@ -28,7 +28,7 @@ double CacheEstimate::cachedTokens(uint64_t key, uint64_t slot_id, double prompt
 
 void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens,
                                    std::span<double> out) const {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(stripeOf(key));
     const Entry* e = find(key);
     for (size_t s = 0; s < chooser.size(); ++s) {
         double cached = 0;
@@ -40,7 +40,7 @@ void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, dou
 }
 
 void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {
-    std::lock_guard lock(mutex_);
+    std::lock_guard lock(stripeOf(key));
     Entry& e = entries_[mix64(key) & mask_];
     if (!e.used || e.key != key) e = Entry{key, true, {}};
     if (e.ways[0].slot_id != slot_id) e.ways[1] = e.ways[0];

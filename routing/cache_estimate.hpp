@@ -9,15 +9,17 @@
 // conversation attracts nobody to the slots that served it.
 // Per gateway process (not shared between replicas); it only matters when a
 // key's first choice is overloaded, so replicas still agree on every key
-// while nothing is. Thread-safe (one mutex): the gateway's workers share one.
+// while nothing is. Thread-safe (striped locks): the gateway's workers share one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <array>
 #include <mutex>
 #include <span>
 #include <vector>
 
+#include "routing/hash64.hpp"
 #include "routing/slot_chooser.hpp"
 
 namespace dpgate::routing {
@@ -54,7 +56,11 @@ private:
 
     const Entry* find(uint64_t key) const;
 
-    mutable std::mutex mutex_;
+    // Entries are guarded in stripes (by table index), so the workers'
+    // lookups for different conversations do not queue on one lock.
+    static constexpr size_t kStripes = 64;
+    std::mutex& stripeOf(uint64_t key) const { return stripes_[(mix64(key) & mask_) % kStripes]; }
+    mutable std::array<std::mutex, kStripes> stripes_;
     std::vector<Entry> entries_;
     uint64_t mask_;
 };

@@ -49,6 +49,11 @@ private:
 // per-interval (not cumulative) so an observation touches one bucket; the
 // count is the sum of the buckets at render time, which keeps _count equal to
 // the +Inf bucket in every scrape.
+//
+// Every request observes three histograms from whichever worker thread
+// serves it: the buckets and the sum are sharded by thread (kShards copies,
+// each on its own cache lines) so workers do not bounce one line between
+// cores; a scrape adds the shards up.
 class Histogram {
 public:
     // Bounds must be ascending and finite (checked by the family).
@@ -64,10 +69,23 @@ public:
     Snapshot snapshot() const;
     const std::vector<double>& upperBounds() const { return upper_bounds_; }
 
+    static constexpr size_t kShards = 8;
+
 private:
+    struct alignas(64) Line {
+        std::atomic<uint64_t> value[8] = {};
+    };
+    struct alignas(64) Sum {
+        std::atomic<double> value{0};
+    };
+    std::atomic<uint64_t>& bucket(size_t shard, size_t i) const {
+        return lines_[shard * lines_per_shard_ + i / 8].value[i % 8];
+    }
+
     std::vector<double> upper_bounds_;
-    std::unique_ptr<std::atomic<uint64_t>[]> buckets_;  // size bounds + 1
-    std::atomic<double> sum_{0};
+    size_t lines_per_shard_;
+    std::unique_ptr<Line[]> lines_;  // kShards x (bounds + 1) buckets
+    std::unique_ptr<Sum[]> sums_;    // kShards
 };
 
 enum class MetricType { counter, gauge, histogram };

@@ -161,3 +161,23 @@ TEST(Registry, ConcurrentUpdatesAreExact) {
 
 }  // namespace
 }  // namespace dpgate::metrics
+
+namespace dpgate::metrics {
+namespace {
+
+TEST(Histogram, ObservationsFromManyThreadsAreAllCounted) {
+    Histogram h({0.5, 1.0});
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 12; ++t)  // more threads than shards: some share one
+        threads.emplace_back([&h, t] {
+            for (int i = 0; i < 10000; ++i) h.observe(t % 3 == 0 ? 0.25 : t % 3 == 1 ? 0.75 : 2.0);
+        });
+    for (auto& thread : threads) thread.join();
+    Histogram::Snapshot s = h.snapshot();
+    EXPECT_EQ(s.count, 120000u);
+    EXPECT_EQ(s.cumulative, (std::vector<uint64_t>{40000, 80000, 120000}));
+    EXPECT_DOUBLE_EQ(s.sum, 40000 * 0.25 + 40000 * 0.75 + 40000 * 2.0);
+}
+
+}  // namespace
+}  // namespace dpgate::metrics
