@@ -225,8 +225,14 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     co_return ReadResult::closed;
 }
 
+void ClientSession::releaseKeySlot() {
+    if (key_limiter_) key_limiter_->release(key_slot_name_);
+    key_limiter_.reset();
+}
+
 awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
     response.prepare_payload();
+    releaseKeySlot();  // a complete answer: see releaseKeySlot()
     if (record_) {
         record_->status = response.result_int();
         record_->bytes_out = response.body().size();
@@ -290,13 +296,10 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& reco
             co_return co_await writeError(error, request_id, keep_alive);
         }
         // Per-key limits; the slot is held until the answer is relayed.
-        struct KeySlot {
-            std::shared_ptr<conf::KeyLimiter> limiter;
-            std::string name;
-            ~KeySlot() {
-                if (limiter) limiter->release(name);
-            }
-        } key_slot;
+        struct ReleaseKeySlot {
+            ClientSession& session;
+            ~ReleaseKeySlot() { session.releaseKeySlot(); }
+        } release_key_slot{*this};
         if (key) {
             uint64_t now_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now().time_since_epoch())
@@ -311,8 +314,8 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& reco
                 record.rejection = error.code;
                 co_return co_await writeResponse(response) && keep_alive;
             }
-            key_slot.limiter = std::move(limiter);
-            key_slot.name = key->name;
+            key_limiter_ = std::move(limiter);
+            key_slot_name_ = key->name;
         }
         Relay relay(*this, request, record, keep_alive, key ? &*key : nullptr);
         co_return co_await relay.run();

@@ -14,6 +14,7 @@
 #include "gateway/client_stream.hpp"
 #include "gateway/net.hpp"
 #include "gateway/request_body.hpp"
+#include "conf/key_limiter.hpp"
 
 #include <memory>
 #include <optional>
@@ -48,6 +49,10 @@ public:
     // for writeError, the error code).
     awaitable<bool> writeResponse(http::response<http::string_body>& response);
     awaitable<bool> writeError(const ApiError& error, const std::string& request_id, bool keep_alive);
+    // Frees the request's per-key concurrency slot. Called just before the
+    // last bytes of an answer are written: a client that sends its next
+    // request the moment it has the answer must find the slot free.
+    void releaseKeySlot();
     static http::response<http::string_body> errorResponse(const ApiError& error, const std::string& request_id,
                                                            bool keep_alive);
 
@@ -69,6 +74,8 @@ private:
     beast::flat_buffer buffer_;
     std::string peer_address_;
     AccessRecord* record_ = nullptr;  // the request being answered
+    std::shared_ptr<conf::KeyLimiter> key_limiter_;  // set while a request holds a key slot
+    std::string key_slot_name_;
     bool idle_ = true;
 };
 

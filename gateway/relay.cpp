@@ -425,6 +425,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     // streams, whose header the client should see before the first token.
     bool header_sent = false;
     if (event_stream || parser.is_done()) {
+        if (parser.is_done()) session_.releaseKeySlot();  // the header is the whole answer
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
         if (hec) {
@@ -496,6 +497,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         response.body().data = const_cast<char*>(piece.data());
         response.body().size = piece.size();
         response.body().more = !parser.is_done();
+        if (!response.body().more) session_.releaseKeySlot();
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
         if (wec == http::error::need_buffer) wec = {};
@@ -516,6 +518,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         response.body().data = filtered.empty() ? nullptr : filtered.data();
         response.body().size = filtered.size();
         response.body().more = false;
+        session_.releaseKeySlot();
         client.expires_after(ms(limits.client_write_timeout_ms));
         auto [ec, n] = co_await http::async_write(client, serializer, use_nothrow);
         fec = ec == http::error::need_buffer ? error_code{} : ec;

@@ -539,3 +539,15 @@ def wait_fd_count(pid: int, at_most: int, timeout: float = 5.0) -> int:
         if count <= at_most or time.monotonic() > deadline:
             return count
         time.sleep(0.05)
+
+
+def metric_sample(page: str, name: str, **labels) -> float:
+    """The sum of the samples of `name` on a Prometheus text page whose
+    labels include `labels` (0 when there are none)."""
+    total = 0.0
+    for line in page.splitlines():
+        if not line.startswith(name + "{") and not line.startswith(name + " "):
+            continue
+        if all(f'{k}="{v}"' in line for k, v in labels.items()):
+            total += float(line.rsplit(" ", 1)[1])
+    return total

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import subprocess
-import threading
 
 from harness import ADMIN_TOKEN, CLIENT_KEY, MODEL, Gateway, Sim, bin_dir, gateway_config, http_json, open_stream
 

@@ -8,21 +8,13 @@ import shutil
 import subprocess
 import time
 
-import pytest
 
 from harness import MODEL, Gateway, Sim, gateway_config, http_request
+from harness import metric_sample as sample
 
 CHAT = "/v1/chat/completions"
 
 
-def sample(page: str, name: str, **labels) -> float:
-    total = 0.0
-    for line in page.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def test_metrics_count_requests_refusals_and_per_rank_cache():

@@ -8,7 +8,8 @@ import os
 import time
 from pathlib import Path
 
-from harness import ADMIN_TOKEN, CLIENT_KEY, MODEL, Gateway, Sim, chat_body, gateway_config, http_request, sse_events
+from harness import ADMIN_TOKEN, CLIENT_KEY, Gateway, Sim, chat_body, gateway_config, http_request, sse_events
+from harness import metric_sample as sample
 
 CHAT = "/v1/chat/completions"
 AUTH = {"Authorization": f"Bearer {CLIENT_KEY}"}
@@ -21,13 +22,6 @@ def scrape(gw: Gateway) -> str:
     return raw.decode()
 
 
-def sample(page: str, name: str, **labels) -> float:
-    total = 0.0
-    for line in page.splitlines():
-        if (line.startswith(name + "{") or line.startswith(name + " ")) and \
-                all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def completion_tokens_when(gw: Gateway, wanted: float, timeout: float = 5.0) -> float:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 
 from harness import ADMIN_TOKEN, MODEL, Gateway, Process, Sim, free_port, gateway_config, http_request
+from harness import metric_sample as sample
 
 PROMETHEUS = Path("/usr/bin/prometheus")
 CHAT = "/v1/chat/completions"
@@ -88,14 +89,6 @@ class Prometheus:
         self.stop()
 
 
-def sample(page: str, name: str, **labels) -> float:
-    total = 0.0
-    for line in page.splitlines():
-        if not line.startswith(name + "{") and not line.startswith(name + " "):
-            continue
-        if all(f'{k}="{v}"' in line for k, v in labels.items()):
-            total += float(line.rsplit(" ", 1)[1])
-    return total
 
 
 def dpgate_page(gw: Gateway) -> str:

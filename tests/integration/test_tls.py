@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import CLIENT_KEY, Gateway, Sim, chat_body, gateway_config, http_request
+from harness import CLIENT_KEY, Gateway, Sim, chat_body, gateway_config
 
 CHAT = "/v1/chat/completions"
 
