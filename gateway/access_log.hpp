@@ -56,7 +56,8 @@ public:
     AccessLogSink& operator=(const AccessLogSink&) = delete;
 
     bool enabled() const { return fd_ >= 0; }
-    // Writes whole lines (retrying short writes); errors are counted, not thrown.
+    // Writes whole lines (retrying short writes). A failed write drops the
+    // lines: a full disk or a closed pipe must not stop the gateway.
     void write(std::string_view lines);
     const std::string& target() const { return target_; }
 

@@ -11,8 +11,6 @@
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
 
-#include <nlohmann/json.hpp>
-
 #include <charconv>
 
 #include <sys/socket.h>
@@ -337,10 +335,8 @@ awaitable<bool> Relay::relayErrorAnswer(std::unique_ptr<UpstreamConnection> conn
     if (auto retry = upstream.find(http::field::retry_after); retry != upstream.end())
         response.set(http::field::retry_after, retry->value());
     response.keep_alive(keep_alive_);
-    response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name);
-    if (auto parsed = nlohmann::json::parse(response.body(), nullptr, false); parsed.is_object())
-        if (auto code = parsed["error"].find("code"); code != parsed["error"].end() && code->is_string())
-            record_.rejection = code->get<std::string>();
+    response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name,
+                                      &record_.rejection);
     bool written = co_await session_.writeResponse(response);
     if (whole && parser.keep_alive() && connection->buffer.size() == 0 && !watch_->client_gone) {
         watch_->upstream = nullptr;
@@ -371,18 +367,16 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     record_.status = upstream.result_int();
     // A non-stream answer comes when the work is done; a stream's prefill
     // ends with its first body byte (released below).
-    const bool event_stream_head =
+    const bool event_stream =
         beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
-    if (!event_stream_head) slot_load_.release();
-    if (upstream.result_int() >= 400 && !event_stream_head)
+    if (!event_stream) slot_load_.release();
+    if (upstream.result_int() >= 400 && !event_stream)
         co_return co_await relayErrorAnswer(std::move(connection), parser, backend);
 
     http::response<http::buffer_body> response{upstream.result(), 11};
     copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
     response.set("X-Request-ID", request_id_);
     response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(rank));
-    const bool event_stream =
-        beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
     const bool no_body = upstream.result_int() == 204 || upstream.result_int() == 304;
     if (!no_body) {
         if (!upstream.chunked() && parser.content_length())

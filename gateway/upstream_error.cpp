@@ -24,28 +24,30 @@ std::string excerpt(std::string_view body) {
 
 }  // namespace
 
-std::string openAiErrorBody(unsigned status, std::string_view body, const std::string& backend) {
+std::string openAiErrorBody(unsigned status, std::string_view body, const std::string& backend, std::string* code) {
+    auto answer = [code](const ApiError& shaped) {
+        if (code) *code = shaped.code;
+        return shaped.body();
+    };
     nlohmann::json parsed = nlohmann::json::parse(body, nullptr, false);
     if (parsed.is_object()) {
         auto error = parsed.find("error");
-        if (error != parsed.end() && error->is_object() && error->contains("message")) return std::string(body);
-        if (parsed.contains("message")) {
-            ApiError shaped{status, stringOr(parsed, "message", ""), stringOr(parsed, "type", "upstream_error"),
-                            stringOr(parsed, "param", ""), stringOr(parsed, "code", "")};
-            return shaped.body();
+        if (error != parsed.end() && error->is_object() && error->contains("message")) {
+            if (code) *code = stringOr(*error, "code", "");
+            return std::string(body);
         }
+        if (parsed.contains("message"))
+            return answer({status, stringOr(parsed, "message", ""), stringOr(parsed, "type", "upstream_error"),
+                           stringOr(parsed, "param", ""), stringOr(parsed, "code", "")});
         // FastAPI's {"detail": "..."} for routes it rejects itself.
-        if (auto detail = parsed.find("detail"); detail != parsed.end() && detail->is_string()) {
-            ApiError shaped{status, detail->get<std::string>(), "upstream_error", "", ""};
-            return shaped.body();
-        }
+        if (auto detail = parsed.find("detail"); detail != parsed.end() && detail->is_string())
+            return answer({status, detail->get<std::string>(), "upstream_error", "", ""});
     }
     std::string text = parsed.is_discarded() ? excerpt(body) : std::string();
-    ApiError shaped{status,
-                    "backend '" + backend + "' answered " + std::to_string(status) +
-                        (text.empty() ? std::string(".") : ": " + text),
-                    "upstream_error", "", "backend_error"};
-    return shaped.body();
+    return answer({status,
+                   "backend '" + backend + "' answered " + std::to_string(status) +
+                       (text.empty() ? std::string(".") : ": " + text),
+                   "upstream_error", "", "backend_error"});
 }
 
 }  // namespace dpgate::gateway

@@ -15,6 +15,8 @@ namespace dpgate::gateway {
 // one keeps its message, type and param (a numeric code becomes null: OpenAI
 // codes are strings); anything else becomes an "upstream_error" naming the
 // status, with the first bytes of the text when it is printable.
-std::string openAiErrorBody(unsigned status, std::string_view body, const std::string& backend);
+// `code`, when given, receives the error's code (empty when it is null).
+std::string openAiErrorBody(unsigned status, std::string_view body, const std::string& backend,
+                            std::string* code = nullptr);
 
 }  // namespace dpgate::gateway
