@@ -39,9 +39,15 @@ class AddedTokens {
   std::size_t size() const { return by_content_.size(); }
 
  private:
-  // Byte trie: children keyed by (node << 8 | byte).
+  // Byte trie. While tokens are inserted, children are keyed by
+  // (node << 8 | byte); finish() lays them out flat, each node's edges
+  // sorted by byte in edge_byte/edge_child[edge_begin[node], edge_begin[node + 1]):
+  // a walk is a few byte compares per step, no hashing.
   struct Trie {
-    std::unordered_map<std::uint64_t, std::uint32_t> children;
+    std::unordered_map<std::uint64_t, std::uint32_t> building;
+    std::vector<std::uint32_t> edge_begin;
+    std::vector<unsigned char> edge_byte;
+    std::vector<std::uint32_t> edge_child;
     std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
     bool first_byte[256] = {};
     int only_first_byte = -1;  // set when every token starts with one byte (memchr path)
@@ -49,6 +55,7 @@ class AddedTokens {
   };
 
   static void insert(Trie& trie, std::string_view content, std::uint32_t id);
+  static void finish(Trie& trie);
   // Length and id of the longest token starting at text[pos], or length 0.
   static std::size_t longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id);
 

@@ -2,6 +2,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cctype>
+#include <charconv>
+
 namespace dpgate::metrics {
 namespace {
 
@@ -131,18 +134,192 @@ std::string_view topLevelValue(std::string_view json, std::string_view key) {
     return closed ? found : std::string_view();
 }
 
+
+// A small validating reader for the usage object of an answer (a few dozen
+// bytes): what a DOM parse would accept, without building one. Keys are
+// compared as written (no escape decoding); a repeated key counts its last value.
+class UsageReader {
+public:
+    explicit UsageReader(std::string_view text) : s_(text) {}
+
+    // The object at the start of the text, which must be all of it.
+    std::optional<Usage> read() {
+        std::optional<uint64_t> prompt, completion, cached;
+        bool details_seen = false;
+        const bool ok = object(0, [&](std::string_view key) -> bool {
+            if (key == "prompt_tokens") return integer(prompt);
+            if (key == "completion_tokens") return integer(completion);
+            if (key == "prompt_tokens_details" && peek() == '{') {
+                details_seen = true;
+                cached.reset();
+                return object(1, [&](std::string_view inner) -> bool {
+                    if (inner == "cached_tokens") return integer(cached);
+                    return value(2);
+                });
+            }
+            return value(1);
+        });
+        skipSpace();
+        if (!ok || i_ != s_.size() || (!prompt && !completion)) return std::nullopt;
+        Usage u;
+        u.prompt_tokens = prompt.value_or(0);
+        u.completion_tokens = completion.value_or(0);
+        u.cached_prompt_tokens = details_seen ? cached.value_or(0) : 0;
+        return u;
+    }
+
+private:
+    static constexpr int kMaxDepth = 64;
+
+    char peek() {
+        skipSpace();
+        return i_ < s_.size() ? s_[i_] : '\0';
+    }
+    void skipSpace() {
+        while (i_ < s_.size() && isSpace(s_[i_])) ++i_;
+    }
+
+    template <typename OnMember>
+    bool object(int depth, OnMember&& on_member) {
+        if (depth > kMaxDepth || peek() != '{') return false;
+        ++i_;
+        if (peek() == '}') {
+            ++i_;
+            return true;
+        }
+        while (true) {
+            std::string_view key;
+            if (peek() != '"' || !string(&key) || peek() != ':') return false;
+            ++i_;
+            if (!on_member(key)) return false;
+            const char next = peek();
+            ++i_;
+            if (next == '}') return true;
+            if (next != ',') return false;
+        }
+    }
+
+    bool array(int depth) {
+        if (depth > kMaxDepth) return false;
+        ++i_;  // '['
+        if (peek() == ']') {
+            ++i_;
+            return true;
+        }
+        while (true) {
+            if (!value(depth + 1)) return false;
+            const char next = peek();
+            ++i_;
+            if (next == ']') return true;
+            if (next != ',') return false;
+        }
+    }
+
+    bool value(int depth) {
+        switch (peek()) {
+            case '{': return object(depth + 1, [&](std::string_view) { return value(depth + 1); });
+            case '[': return array(depth + 1);
+            case '"': return string(nullptr);
+            case 't': return literal("true");
+            case 'f': return literal("false");
+            case 'n': return literal("null");
+            default: {
+                bool integral = false;
+                return number(integral);
+            }
+        }
+    }
+
+    bool literal(std::string_view word) {
+        if (s_.substr(i_, word.size()) != word) return false;
+        i_ += word.size();
+        return true;
+    }
+
+    bool string(std::string_view* raw) {
+        const size_t start = ++i_;  // past '"'
+        while (i_ < s_.size()) {
+            const auto c = static_cast<unsigned char>(s_[i_]);
+            if (c == '"') {
+                if (raw) *raw = s_.substr(start, i_ - start);
+                ++i_;
+                return true;
+            }
+            if (c < 0x20) return false;
+            if (c != '\\') {
+                ++i_;
+                continue;
+            }
+            if (++i_ >= s_.size()) return false;
+            const char e = s_[i_++];
+            if (e == 'u') {
+                for (int k = 0; k < 4; ++k, ++i_)
+                    if (i_ >= s_.size() || !std::isxdigit(static_cast<unsigned char>(s_[i_]))) return false;
+            } else if (std::string_view("\"\\/bfnrt").find(e) == std::string_view::npos) {
+                return false;
+            }
+        }
+        return false;
+    }
+
+    // JSON number grammar; `integral` when it has no fraction or exponent.
+    bool number(bool& integral) {
+        const size_t start = i_;
+        auto digits = [&] {
+            const size_t from = i_;
+            while (i_ < s_.size() && s_[i_] >= '0' && s_[i_] <= '9') ++i_;
+            return i_ - from;
+        };
+        if (i_ < s_.size() && s_[i_] == '-') ++i_;
+        const size_t int_start = i_;
+        const size_t int_digits = digits();
+        if (int_digits == 0 || (int_digits > 1 && s_[int_start] == '0')) return false;
+        integral = true;
+        if (i_ < s_.size() && s_[i_] == '.') {
+            ++i_;
+            if (digits() == 0) return false;
+            integral = false;
+        }
+        if (i_ < s_.size() && (s_[i_] == 'e' || s_[i_] == 'E')) {
+            ++i_;
+            if (i_ < s_.size() && (s_[i_] == '+' || s_[i_] == '-')) ++i_;
+            if (digits() == 0) return false;
+            integral = false;
+        }
+        return i_ > start;
+    }
+
+    // A token count: a non-negative integer that fits; anything else leaves
+    // it unset (and is still valid JSON to step over).
+    bool integer(std::optional<uint64_t>& out) {
+        out.reset();
+        const char c = peek();
+        if (c == '-' || (c >= '0' && c <= '9')) {
+            const size_t start = i_;
+            bool integral = false;
+            if (!number(integral)) return false;
+            uint64_t v = 0;
+            if (integral && s_[start] != '-') {
+                auto [end, ec] = std::from_chars(s_.data() + start, s_.data() + i_, v);
+                if (ec == std::errc() && end == s_.data() + i_) out = v;
+            } else if (integral && i_ - start == 2 && s_[start + 1] == '0') {
+                out = 0;  // -0 is an integer zero
+            }
+            return true;
+        }
+        return value(1);
+    }
+
+    std::string_view s_;
+    size_t i_ = 0;
+};
+
 }  // namespace
 
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
     try {
         std::string_view usage = topLevelValue(json, "usage");
-        if (!usage.empty() && usage.front() == '{') {
-            auto object = parseObject(usage);
-            if (!object) return std::nullopt;
-            Json doc = Json::object();
-            doc["usage"] = std::move(*object);
-            return usageOf(doc);
-        }
+        if (!usage.empty() && usage.front() == '{') return UsageReader(usage).read();
         auto doc = parseObject(json);
         if (!doc) return std::nullopt;
         return usageOf(*doc);

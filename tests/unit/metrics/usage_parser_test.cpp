@@ -1,6 +1,9 @@
 #include "gateway/metrics/usage_parser.hpp"
 
 #include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include <optional>
 
 #include <string>
 #include <vector>
@@ -239,4 +242,53 @@ TEST(ParseUsageJson, OnlyTheTopLevelUsageCounts) {
     EXPECT_EQ(usage->completion_tokens, 2u);
     EXPECT_EQ(usage->cached_prompt_tokens, 3u);
     EXPECT_FALSE(dpgate::metrics::parseUsageJson(text.substr(0, text.size() - 1)).has_value());
+}
+
+TEST(ParseUsageJson, ReadsTheUsageObjectLikeADomParse) {
+    using dpgate::metrics::parseUsageJson;
+    using dpgate::metrics::Usage;
+    // The answer's usage object is read without a DOM; every case here is
+    // checked against nlohmann's reading of the same document.
+    const char* cases[] = {
+        R"({"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":8}}})",
+        R"({"usage": { "prompt_tokens" : 10 , "completion_tokens" : 0 } })",
+        R"({"usage":{"completion_tokens":3}})",
+        R"({"usage":{"prompt_tokens":0,"prompt_tokens_details":{"audio_tokens":null,"cached_tokens":0}}})",
+        R"({"usage":{"prompt_tokens":4,"prompt_tokens_details":{}}})",
+        R"({"usage":{"prompt_tokens":4,"extra":[1,{"a":[true,false,null]},"x\"y\\u00e9"],"completion_tokens":1}})",
+        R"({"usage":{"prompt_tokens":4,"completion_tokens":1e2}})",
+        R"({"usage":{"prompt_tokens":4.0,"completion_tokens":-0}})",
+        R"({"usage":{"prompt_tokens":18446744073709551615}})",
+        R"({"usage":{"prompt_tokens":18446744073709551616}})",
+        R"({"usage":{"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":"5"}}})",
+        R"({"usage":{"prompt_tokens":7,"prompt_tokens_details":[{"cached_tokens":5}]}})",
+        R"({"usage":{"prompt_tokens":1,"prompt_tokens":2}})",
+    };
+    auto reference = [](std::string_view text) -> std::optional<Usage> {
+        auto doc = nlohmann::json::parse(text, nullptr, false);
+        if (doc.is_discarded() || !doc.contains("usage") || !doc["usage"].is_object()) return std::nullopt;
+        const auto& u = doc["usage"];
+        auto count = [](const nlohmann::json& o, const char* key) -> std::optional<uint64_t> {
+            if (!o.contains(key)) return std::nullopt;
+            if (o[key].is_number_unsigned()) return o[key].get<uint64_t>();
+            if (o[key].is_number_integer() && o[key].get<int64_t>() >= 0) return uint64_t(o[key].get<int64_t>());
+            return std::nullopt;
+        };
+        auto prompt = count(u, "prompt_tokens");
+        auto completion = count(u, "completion_tokens");
+        if (!prompt && !completion) return std::nullopt;
+        uint64_t cached = 0;
+        if (u.contains("prompt_tokens_details") && u["prompt_tokens_details"].is_object())
+            cached = count(u["prompt_tokens_details"], "cached_tokens").value_or(0);
+        return Usage{prompt.value_or(0), completion.value_or(0), cached};
+    };
+    for (const char* text : cases) EXPECT_EQ(parseUsageJson(text), reference(text)) << text;
+    // Malformed usage objects are refused as a DOM parse refuses them.
+    for (const char* text : {R"({"usage":{"prompt_tokens":5,}})", R"({"usage":{"prompt_tokens":05}})",
+                             R"({"usage":{"prompt_tokens":5 "completion_tokens":1}})", R"({"usage":{"prompt_tokens":tru}})",
+                             R"({"usage":{"prompt_tokens":1,"x":"\q"}})", "{\"usage\":{\"prompt_tokens\":1,\"x\":\"\x01\"}}",
+                             R"({"usage":{"prompt_tokens":1,"x":[1,]}})", R"({"usage":{"prompt_tokens":1.}})"}) {
+        EXPECT_FALSE(parseUsageJson(text).has_value()) << text;
+        EXPECT_FALSE(reference(text).has_value()) << text;
+    }
 }
