@@ -3,6 +3,7 @@
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
 #include "gateway/metrics/usage_parser.hpp"
+#include "gateway/response_framing.hpp"
 #include "routing/affinity_key.hpp"
 #include "gateway/server.hpp"
 #include "gateway/upstream_error.hpp"
@@ -12,6 +13,7 @@
 #include <boost/beast/core/string.hpp>
 
 #include <charconv>
+#include <cstring>
 
 #include <sys/socket.h>
 
@@ -373,30 +375,35 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     if (upstream.result_int() >= 400 && !event_stream)
         co_return co_await relayErrorAnswer(std::move(connection), parser, backend);
 
-    http::response<http::buffer_body> response{upstream.result(), 11};
-    copyEndToEndFields(upstream.base(), response.base(), {"content-length"});
-    response.set("X-Request-ID", request_id_);
-    response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(rank));
-    const bool no_body = upstream.result_int() == 204 || upstream.result_int() == 304;
-    if (!no_body) {
-        if (!upstream.chunked() && parser.content_length())
-            response.content_length(*parser.content_length());
-        else if (parser.is_done())
-            response.content_length(0);
-        else
-            response.chunked(true);
+    ResponseFraming framing;
+    {
+        const bool no_body = upstream.result_int() == 204 || upstream.result_int() == 304;
+        ResponseFraming::Body body = ResponseFraming::Body::chunked;
+        uint64_t length = 0;
+        if (no_body) {
+            body = ResponseFraming::Body::none;
+        } else if (!upstream.chunked() && parser.content_length()) {
+            body = ResponseFraming::Body::length;
+            length = *parser.content_length();
+        } else if (parser.is_done()) {
+            body = ResponseFraming::Body::length;
+        }
+        char route[160];
+        const size_t route_bytes = std::min(backend_name.size(), sizeof route - 16);
+        std::memcpy(route, backend_name.data(), route_bytes);
+        route[route_bytes] = '/';
+        auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
+        framing.start(upstream.base(), upstream.result_int(), body, length, keep_alive_, request_id_,
+                      std::string_view(route, size_t(route_end - route)));
     }
-    response.keep_alive(keep_alive_);
-    response.body().data = nullptr;
-    response.body().more = !parser.is_done();
-    http::response_serializer<http::buffer_body> serializer{response};
+    const bool chunked = framing.body() == ResponseFraming::Body::chunked;
 
     // Usage for the per-slot token counters: from the final usage event of a
     // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
     // is cut out of a re-chunked stream (a Content-Length stream cannot
     // change length, so it is only observed).
     metrics::SseUsageParser stream_usage;
-    const bool filter_usage = event_stream && stream_usage_added_ && response.chunked();
+    const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
     constexpr size_t kAnswerCopyBytes = 1 << 20;
@@ -417,16 +424,14 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     // The header goes out with the first piece of body (one write, and for a
     // small answer the whole response in one write), except for event
     // streams, whose header the client should see before the first token.
-    bool header_sent = false;
     if (event_stream || parser.is_done()) {
         if (parser.is_done()) session_.releaseKeySlot();  // the header is the whole answer
         client.expires_after(ms(limits.client_write_timeout_ms));
-        auto [hec, hn] = co_await http::async_write_header(client, serializer, use_nothrow);
+        auto [hec, hn] = co_await net::async_write(client, framing.next({}, parser.is_done()), use_nothrow);
         if (hec) {
             record_.status = 0;
             co_return false;  // the client left; `connection` closes with the upstream request
         }
-        header_sent = true;
         first_byte();
     }
 
@@ -442,6 +447,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
                 if (metrics_on_) m.stream_aborts.with({"client"}).inc();
                 co_return false;
             }
+            const bool header_sent = framing.headSent();
             if (header_sent && metrics_on_) m.stream_aborts.with({"upstream"}).inc();
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
@@ -455,7 +461,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
                 co_return false;
             }
             record_.rejection = "stream_interrupted";
-            if (event_stream && response.chunked() && header_sent) {
+            if (event_stream && chunked) {
                 // The client must see a failure, not a stream that merely ends:
                 // first what is held of an unfinished event, then the error.
                 std::string event;
@@ -463,11 +469,8 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
                 if (!event.empty() && !event.ends_with("\n\n")) event.append("\n\n");
                 event.append(sseErrorEvent("the upstream stream from backend '" + backend_name +
                                            "' broke before it completed: " + why + "."));
-                response.body().data = event.data();
-                response.body().size = event.size();
-                response.body().more = true;
                 client.expires_after(ms(limits.client_write_timeout_ms));
-                co_await http::async_write(client, serializer, use_nothrow);
+                co_await net::async_write(client, framing.next(event, false), use_nothrow);
                 record_.bytes_out += event.size();
             }
             session_.close();
@@ -488,35 +491,31 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         } else if (answer_copy.size() + got <= kAnswerCopyBytes) {
             answer_copy.append(piece);
         }
-        response.body().data = const_cast<char*>(piece.data());
-        response.body().size = piece.size();
-        response.body().more = !parser.is_done();
-        if (!response.body().more) session_.releaseKeySlot();
+        const bool last = parser.is_done();
+        if (last) session_.releaseKeySlot();
         client.expires_after(ms(limits.client_write_timeout_ms));
-        auto [wec, wn] = co_await http::async_write(client, serializer, use_nothrow);
-        if (wec == http::error::need_buffer) wec = {};
+        auto [wec, wn] = co_await net::async_write(client, framing.next(piece, last), use_nothrow);
         if (wec) {
             // The client left or stopped draining: drop the upstream too.
             if (metrics_on_) m.stream_aborts.with({"client"}).inc();
             co_return false;
         }
         record_.bytes_out += piece.size();
-        header_sent = true;
         first_byte();
     }
 
     error_code fec;
-    if (!serializer.is_done()) {
+    if (!framing.finished()) {
         filtered.clear();
         if (filter_usage) stream_usage.finish(&filtered);
-        response.body().data = filtered.empty() ? nullptr : filtered.data();
-        response.body().size = filtered.size();
-        response.body().more = false;
         session_.releaseKeySlot();
-        client.expires_after(ms(limits.client_write_timeout_ms));
-        auto [ec, n] = co_await http::async_write(client, serializer, use_nothrow);
-        fec = ec == http::error::need_buffer ? error_code{} : ec;
-        if (!fec) record_.bytes_out += filtered.size();
+        const ResponseFraming::Buffers& tail = framing.next(filtered, true);
+        if (!framing.empty()) {
+            client.expires_after(ms(limits.client_write_timeout_ms));
+            auto [ec, n] = co_await net::async_write(client, tail, use_nothrow);
+            fec = ec;
+            if (!fec) record_.bytes_out += filtered.size();
+        }
     }
 
     first_byte();
