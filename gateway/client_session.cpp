@@ -17,7 +17,7 @@
 namespace dpgate::gateway {
 
 ClientSession::ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls)
-    : worker_(worker), stream_(std::move(socket)), tls_(std::move(tls)) {
+    : worker_(worker), stream_(worker.deadlines(), std::move(socket)), tls_(std::move(tls)) {
     error_code ec;
     auto endpoint = stream_.socket().remote_endpoint(ec);
     if (!ec) peer_address_ = endpoint.address().to_string();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "gateway/net.hpp"
+#include "gateway/timed_socket.hpp"
 
 #include <boost/beast/ssl/ssl_stream.hpp>
 
@@ -14,39 +15,38 @@ namespace dpgate::gateway {
 
 class ClientStream {
 public:
-    using executor_type = beast::tcp_stream::executor_type;
-    using TlsStream = beast::ssl_stream<beast::tcp_stream>;
+    using executor_type = TimedSocket::executor_type;
+    using TlsStream = beast::ssl_stream<TimedSocket&>;
 
-    explicit ClientStream(tcp::socket socket) : plain_(std::in_place, std::move(socket)) {}
+    ClientStream(DeadlineList& deadlines, tcp::socket socket) : tcp_(deadlines, std::move(socket)) {}
 
-    executor_type get_executor() noexcept { return tcpStream().get_executor(); }
-    beast::tcp_stream& tcpStream() { return plain_ ? *plain_ : tls_->next_layer(); }
-    tcp::socket& socket() { return tcpStream().socket(); }
-    void expires_after(std::chrono::steady_clock::duration timeout) { tcpStream().expires_after(timeout); }
+    executor_type get_executor() noexcept { return tcp_.get_executor(); }
+    TimedSocket& tcpStream() { return tcp_; }
+    tcp::socket& socket() { return tcp_.socket(); }
+    void expires_after(std::chrono::steady_clock::duration timeout) { tcp_.expires_after(timeout); }
 
     bool secure() const { return tls_.has_value(); }
     // From now on bytes go through TLS (the handshake is the caller's).
     TlsStream& startTls(net::ssl::context& context) {
-        tls_.emplace(std::move(*plain_), context);
-        plain_.reset();
+        tls_.emplace(tcp_, context);
         return *tls_;
     }
 
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         if (tls_) return tls_->async_read_some(buffers, std::forward<Token>(token));
-        return plain_->async_read_some(buffers, std::forward<Token>(token));
+        return tcp_.async_read_some(buffers, std::forward<Token>(token));
     }
 
     template <class ConstBuffers, class Token>
     auto async_write_some(const ConstBuffers& buffers, Token&& token) {
         if (tls_) return tls_->async_write_some(buffers, std::forward<Token>(token));
-        return plain_->async_write_some(buffers, std::forward<Token>(token));
+        return tcp_.async_write_some(buffers, std::forward<Token>(token));
     }
 
 private:
-    std::optional<beast::tcp_stream> plain_;
-    std::optional<TlsStream> tls_;
+    TimedSocket tcp_;
+    std::optional<TlsStream> tls_;  // declared after tcp_: it refers to it
 };
 
 }  // namespace dpgate::gateway

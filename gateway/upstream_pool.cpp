@@ -1,13 +1,13 @@
 #include "gateway/upstream_pool.hpp"
 
-#include <boost/asio/connect.hpp>
 
 
 namespace dpgate::gateway {
 
-UpstreamPool::UpstreamPool(net::io_context& io, const conf::BackendConfig& backend, size_t max_idle,
-                           uint64_t connect_timeout_ms, uint64_t idle_timeout_ms)
+UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
+                           size_t max_idle, uint64_t connect_timeout_ms, uint64_t idle_timeout_ms)
     : io_(io),
+      deadlines_(deadlines),
       backend_(backend),
       max_idle_(max_idle),
       connect_timeout_ms_(connect_timeout_ms),
@@ -44,13 +44,24 @@ awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPo
             for (const auto& r : results) endpoints_.push_back(r.endpoint());
         }
     }
-    auto c = std::make_unique<UpstreamConnection>(io_);
-    c->stream.expires_after(ms(connect_timeout_ms_));
-    auto [ec, endpoint] = co_await c->stream.async_connect(endpoints_, use_nothrow);
+    // Each address in turn, the connect timeout for all of them together.
+    std::unique_ptr<UpstreamConnection> c;
+    error_code ec = net::error::host_not_found;
+    const auto deadline = std::chrono::steady_clock::now() + ms(connect_timeout_ms_);
+    for (const tcp::endpoint& endpoint : endpoints_) {
+        c = std::make_unique<UpstreamConnection>(deadlines_, io_);
+        c->stream.socket().open(endpoint.protocol(), ec);
+        if (ec) continue;
+        c->stream.expires_after(deadline - std::chrono::steady_clock::now());
+        auto [cec] = co_await c->stream.async_connect(endpoint, use_nothrow);
+        ec = cec;
+        if (!ec || ec == beast::error::timeout) break;
+    }
     if (ec) {
         endpoints_.clear();  // re-resolve next time: the name may have moved
         co_return std::pair{ec, nullptr};
     }
+    c->stream.expires_never();
     c->stream.socket().set_option(tcp::no_delay(true), ec);
     co_return std::pair{error_code{}, std::move(c)};
 }

@@ -5,6 +5,7 @@
 
 #include "conf/config.hpp"
 #include "gateway/net.hpp"
+#include "gateway/timed_socket.hpp"
 
 #include <deque>
 #include <memory>
@@ -12,18 +13,20 @@
 namespace dpgate::gateway {
 
 struct UpstreamConnection {
-    beast::tcp_stream stream;
+    TimedSocket stream;
     beast::flat_buffer buffer;  // bytes read past the last response; must be empty to reuse
     std::chrono::steady_clock::time_point idle_since{};
     bool reused = false;  // came from the idle list: may have been closed by the peer meanwhile
     // A flat_buffer starts at 512 bytes: a typical answer would then take two
     // reads and reach the client in two writes.
-    explicit UpstreamConnection(net::io_context& io) : stream(io) { buffer.reserve(16 * 1024); }
+    UpstreamConnection(DeadlineList& deadlines, net::io_context& io) : stream(deadlines, io) {
+        buffer.reserve(16 * 1024);
+    }
 };
 
 class UpstreamPool {
 public:
-    UpstreamPool(net::io_context& io, const conf::BackendConfig& backend, size_t max_idle,
+    UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend, size_t max_idle,
                  uint64_t connect_timeout_ms, uint64_t idle_timeout_ms);
 
     // An idle connection when one is alive, else a new one (connect timeout
@@ -41,6 +44,7 @@ public:
 
 private:
     net::io_context& io_;
+    DeadlineList& deadlines_;
     const conf::BackendConfig backend_;
     const size_t max_idle_;
     const uint64_t connect_timeout_ms_;

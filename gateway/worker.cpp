@@ -19,7 +19,7 @@ Worker::Worker(Server& server, size_t index)
     size_t threads = std::max<size_t>(1, config.threads);
     size_t idle_per_worker = std::max<size_t>(1, config.limits.upstream_max_idle_connections / threads);
     for (const auto& backend : config.backends)
-        pools_.push_back(std::make_unique<UpstreamPool>(io_, backend, idle_per_worker,
+        pools_.push_back(std::make_unique<UpstreamPool>(io_, deadlines_, backend, idle_per_worker,
                                                         config.limits.upstream_connect_timeout_ms,
                                                         config.limits.upstream_idle_timeout_ms));
 }
@@ -36,6 +36,7 @@ uint16_t Worker::listen(const tcp::endpoint& endpoint) {
 
 void Worker::start() {
     net::co_spawn(io_, acceptLoop(), net::detached);
+    scheduleSweep();
     thread_ = std::thread([this] {
         io_.run();
         flushAccessLog();
@@ -44,6 +45,19 @@ void Worker::start() {
 
 void Worker::join() {
     if (thread_.joinable()) thread_.join();
+}
+
+void Worker::scheduleSweep() {
+    // Deadlines are kept to within this period (timed_socket.hpp).
+    constexpr auto kSweepPeriod = std::chrono::milliseconds(100);
+    sweep_timer_.expires_after(kSweepPeriod);
+    sweep_timer_.async_wait([this](const error_code& ec) {
+        if (ec) return;
+        deadlines_.sweep(std::chrono::steady_clock::now());
+        // After shutdown began, the sweep keeps going only while sessions
+        // remain: io_.run() returns once the last one is gone.
+        if (!stopping_ || !sessions_.empty()) scheduleSweep();
+    });
 }
 
 awaitable<void> Worker::acceptLoop() {

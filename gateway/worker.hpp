@@ -27,6 +27,8 @@ public:
     Worker(Server& server, size_t index);
 
     net::io_context& io() { return io_; }
+    // The deadlines of this worker's client and upstream sockets.
+    DeadlineList& deadlines() { return deadlines_; }
     Server& server() { return server_; }
     size_t index() const { return index_; }
     UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
@@ -76,12 +78,14 @@ public:
 
 private:
     awaitable<void> acceptLoop();
+    void scheduleSweep();
 
     Server& server_;
     const size_t index_;
     // Declared before io_: destroying io_ destroys the sessions' coroutine
     // frames, and each session detaches itself from this set.
     std::unordered_set<ClientSession*> sessions_;
+    DeadlineList deadlines_;  // before io_ too: sockets unlink themselves as frames go
     net::io_context io_{1};
     tcp::acceptor acceptor_{io_};
     std::vector<std::unique_ptr<UpstreamPool>> pools_;
@@ -99,6 +103,7 @@ private:
     std::vector<RequestCounter> request_counters_;  // a handful: two endpoints x the statuses seen
     std::string access_lines_;
     net::steady_timer access_flush_timer_{io_};
+    net::steady_timer sweep_timer_{io_};
     bool access_flush_armed_ = false;
     bool stopping_ = false;
     std::thread thread_;

@@ -1,0 +1,187 @@
+// A TCP socket with a deadline for the operations in flight, the contract of
+// beast::tcp_stream (an operation still pending when its deadline passes
+// fails with beast::error::timeout, and the socket is closed), kept without a
+// timer per operation.
+//
+// beast::tcp_stream arms and cancels a timer around every read and write,
+// which costs a timer-queue update, a cancelled completion and often a
+// timerfd_settime per operation: on a small proxied request that was a tenth
+// of the gateway's CPU. Here a deadline is a time stored in the socket, and
+// each worker sweeps its sockets a few times a second (DeadlineList::sweep):
+// deadlines are as exact as the sweep period, which is far finer than any
+// timeout the gateway has.
+#pragma once
+
+#include "gateway/net.hpp"
+
+#include <boost/asio/associator.hpp>
+#include <boost/asio/async_result.hpp>
+
+#include <chrono>
+#include <cstddef>
+#include <type_traits>
+#include <utility>
+
+namespace dpgate::gateway {
+
+class TimedSocket;
+
+// The sockets of one worker, in an intrusive list: linking and unlinking is
+// a few pointer writes, and the sweep walks them all. One thread only.
+class DeadlineList {
+public:
+    DeadlineList() = default;
+    DeadlineList(const DeadlineList&) = delete;
+    DeadlineList& operator=(const DeadlineList&) = delete;
+
+    // Expires every socket whose deadline has passed with an operation pending.
+    // Returns how many it expired.
+    size_t sweep(std::chrono::steady_clock::time_point now);
+    size_t size() const { return size_; }
+
+private:
+    friend class TimedSocket;
+    void link(TimedSocket* socket);
+    void unlink(TimedSocket* socket);
+
+    TimedSocket* head_ = nullptr;
+    size_t size_ = 0;
+};
+
+class TimedSocket {
+public:
+    using executor_type = tcp::socket::executor_type;
+    using lowest_layer_type = tcp::socket;
+    using clock = std::chrono::steady_clock;
+
+    TimedSocket(DeadlineList& list, tcp::socket socket) : list_(list), socket_(std::move(socket)) { list_.link(this); }
+    TimedSocket(DeadlineList& list, net::io_context& io) : list_(list), socket_(io) { list_.link(this); }
+    ~TimedSocket() { list_.unlink(this); }
+    TimedSocket(const TimedSocket&) = delete;
+    TimedSocket& operator=(const TimedSocket&) = delete;
+
+    executor_type get_executor() noexcept { return socket_.get_executor(); }
+    tcp::socket& socket() noexcept { return socket_; }
+    lowest_layer_type& lowest_layer() noexcept { return socket_; }
+
+    // The deadline applies to the operations pending now or started later,
+    // until the next call; as with beast::tcp_stream it does not run while
+    // nothing is pending.
+    void expires_after(clock::duration timeout) { deadline_ = clock::now() + timeout; }
+    void expires_never() { deadline_ = clock::time_point::max(); }
+    bool timedOut() const { return timed_out_; }
+
+    void close() {
+        error_code ignored;
+        socket_.close(ignored);
+    }
+
+    template <class MutableBuffers, class Token>
+    auto async_read_some(const MutableBuffers& buffers, Token&& token) {
+        return net::async_initiate<Token, void(error_code, std::size_t)>(
+            [this](auto handler, const MutableBuffers& b) {
+                socket_.async_read_some(b, Done<std::decay_t<decltype(handler)>>(*this, std::move(handler)));
+            },
+            token, buffers);
+    }
+
+    template <class ConstBuffers, class Token>
+    auto async_write_some(const ConstBuffers& buffers, Token&& token) {
+        return net::async_initiate<Token, void(error_code, std::size_t)>(
+            [this](auto handler, const ConstBuffers& b) {
+                socket_.async_write_some(b, Done<std::decay_t<decltype(handler)>>(*this, std::move(handler)));
+            },
+            token, buffers);
+    }
+
+    template <class Token>
+    auto async_connect(const tcp::endpoint& endpoint, Token&& token) {
+        return net::async_initiate<Token, void(error_code)>(
+            [this](auto handler, const tcp::endpoint& e) {
+                socket_.async_connect(e, Done<std::decay_t<decltype(handler)>>(*this, std::move(handler)));
+            },
+            token, endpoint);
+    }
+
+    // The completion of one operation: counts it as pending until it runs,
+    // and reports a failure caused by the deadline as beast::error::timeout.
+    // Associated executor, allocator and cancellation slot are the wrapped
+    // handler's (see the associator below).
+    template <class Handler>
+    struct Done {
+        TimedSocket* socket;
+        Handler handler;
+
+        Done(TimedSocket& s, Handler h) : socket(&s), handler(std::move(h)) { ++socket->pending_; }
+        Done(Done&& other) noexcept : socket(std::exchange(other.socket, nullptr)), handler(std::move(other.handler)) {}
+        Done(const Done&) = delete;
+
+        template <class... Args>
+        void operator()(error_code ec, Args&&... args) {
+            TimedSocket* s = std::exchange(socket, nullptr);
+            --s->pending_;
+            if (ec && s->timed_out_) ec = beast::error::timeout;
+            std::move(handler)(ec, std::forward<Args>(args)...);
+        }
+    };
+
+private:
+    friend class DeadlineList;
+
+    void expire() {
+        timed_out_ = true;
+        close();
+    }
+
+    DeadlineList& list_;
+    tcp::socket socket_;
+    clock::time_point deadline_ = clock::time_point::max();
+    int pending_ = 0;
+    bool timed_out_ = false;
+    TimedSocket* prev_ = nullptr;
+    TimedSocket* next_ = nullptr;
+};
+
+inline void DeadlineList::link(TimedSocket* socket) {
+    socket->next_ = head_;
+    if (head_) head_->prev_ = socket;
+    head_ = socket;
+    ++size_;
+}
+
+inline void DeadlineList::unlink(TimedSocket* socket) {
+    if (socket->prev_) socket->prev_->next_ = socket->next_;
+    else head_ = socket->next_;
+    if (socket->next_) socket->next_->prev_ = socket->prev_;
+    socket->prev_ = socket->next_ = nullptr;
+    --size_;
+}
+
+inline size_t DeadlineList::sweep(std::chrono::steady_clock::time_point now) {
+    size_t expired = 0;
+    for (TimedSocket* s = head_; s != nullptr; s = s->next_) {
+        if (s->pending_ > 0 && !s->timed_out_ && now >= s->deadline_) {
+            s->expire();
+            ++expired;
+        }
+    }
+    return expired;
+}
+
+}  // namespace dpgate::gateway
+
+namespace boost::asio {
+
+template <template <class, class> class Associator, class Handler, class Default>
+struct associator<Associator, dpgate::gateway::TimedSocket::Done<Handler>, Default> : Associator<Handler, Default> {
+    static typename Associator<Handler, Default>::type get(
+        const dpgate::gateway::TimedSocket::Done<Handler>& done) noexcept {
+        return Associator<Handler, Default>::get(done.handler);
+    }
+    static auto get(const dpgate::gateway::TimedSocket::Done<Handler>& done, const Default& fallback) noexcept
+        -> decltype(Associator<Handler, Default>::get(done.handler, fallback)) {
+        return Associator<Handler, Default>::get(done.handler, fallback);
+    }
+};
+
+}  // namespace boost::asio
