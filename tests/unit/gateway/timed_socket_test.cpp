@@ -1,0 +1,140 @@
+// TimedSocket's deadline contract on real sockets over loopback: an operation
+// pending past its deadline fails with beast::error::timeout and the socket is
+// closed; a deadline does not run while nothing is pending; the list follows
+// the sockets' lifetimes.
+#include "gateway/timed_socket.hpp"
+
+#include <boost/asio/co_spawn.hpp>
+#include <boost/asio/detached.hpp>
+#include <boost/asio/read.hpp>
+#include <boost/asio/steady_timer.hpp>
+#include <boost/asio/write.hpp>
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <functional>
+#include <optional>
+#include <string>
+
+using namespace dpgate::gateway;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct Loopback {
+    net::io_context io{1};
+    DeadlineList deadlines;
+    tcp::acceptor acceptor{io, tcp::endpoint(net::ip::address_v4::loopback(), 0)};
+    std::optional<TimedSocket> client;
+    tcp::socket server{io};
+
+    Loopback() {
+        client.emplace(deadlines, io);
+        client->socket().connect(acceptor.local_endpoint());
+        acceptor.accept(server);
+    }
+
+    // Sweeps every 10 ms, as a worker does every 100 ms, until `done`.
+    void runSweeping(const bool& done) {
+        net::steady_timer tick(io);
+        std::function<void()> arm = [&] {
+            tick.expires_after(10ms);
+            tick.async_wait([&](const error_code& ec) {
+                if (ec || done) return;
+                deadlines.sweep(std::chrono::steady_clock::now());
+                arm();
+            });
+        };
+        arm();
+        io.run_for(5s);
+    }
+};
+
+}  // namespace
+
+TEST(TimedSocket, PendingReadPastItsDeadlineFailsWithTimeout) {
+    Loopback l;
+    char byte;
+    bool done = false;
+    error_code result;
+    auto start = std::chrono::steady_clock::now();
+    std::chrono::steady_clock::duration took{};
+    l.client->expires_after(100ms);
+    l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t) {
+        result = ec;
+        took = std::chrono::steady_clock::now() - start;
+        done = true;
+    });
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(result, beast::error::timeout);
+    EXPECT_TRUE(l.client->timedOut());
+    EXPECT_FALSE(l.client->socket().is_open());
+    EXPECT_GE(took, 100ms);
+}
+
+TEST(TimedSocket, DeadlineDoesNotRunWhileNothingIsPending) {
+    Loopback l;
+    bool done = false;
+    error_code result;
+    size_t got = 0;
+    char byte = 0;
+    // A short deadline with no operation in flight: sweeps pass it by.
+    l.client->expires_after(20ms);
+    net::steady_timer later(l.io, 150ms);
+    later.async_wait([&](const error_code&) {
+        l.client->expires_after(2s);
+        l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t n) {
+            result = ec;
+            got = n;
+            done = true;
+        });
+        net::write(l.server, net::buffer("x", 1));
+    });
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_FALSE(result) << result.message();
+    EXPECT_EQ(got, 1u);
+    EXPECT_EQ(byte, 'x');
+    EXPECT_FALSE(l.client->timedOut());
+}
+
+TEST(TimedSocket, CompletedOperationsAreNotSweptAndWritesTimeOutToo) {
+    Loopback l;
+    bool done = false;
+    error_code first, second;
+    l.client->expires_after(50ms);
+    net::async_write(*l.client, net::buffer("ping", 4), [&](error_code ec, size_t) {
+        first = ec;
+        // The peer never reads: a write large enough to fill both socket
+        // buffers stays pending until the deadline ends it.
+        static std::string big(16 << 20, 'x');
+        l.client->expires_after(100ms);
+        net::async_write(*l.client, net::buffer(big), [&](error_code ec2, size_t) {
+            second = ec2;
+            done = true;
+        });
+    });
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_FALSE(first) << first.message();
+    EXPECT_EQ(second, beast::error::timeout);
+}
+
+TEST(TimedSocket, ListFollowsLifetimes) {
+    net::io_context io;
+    DeadlineList list;
+    {
+        TimedSocket a(list, io), b(list, io), c(list, io);
+        EXPECT_EQ(list.size(), 3u);
+        {
+            TimedSocket d(list, io);
+            EXPECT_EQ(list.size(), 4u);
+        }
+        EXPECT_EQ(list.size(), 3u);
+        // Nothing pending: a passed deadline expires nothing.
+        a.expires_after(-1s);
+        EXPECT_EQ(list.sweep(std::chrono::steady_clock::now()), 0u);
+    }
+    EXPECT_EQ(list.size(), 0u);
+}
