@@ -68,7 +68,7 @@ struct LimitsConfig {
     uint64_t upstream_first_byte_timeout_ms = 30 * 60 * 1000;  // a 1M-token prefill takes minutes
     uint64_t stream_idle_timeout_ms = 5 * 60 * 1000;           // between upstream chunks
     uint64_t client_write_timeout_ms = 60000;    // a client that stops draining
-    uint64_t upstream_max_idle_connections = 64; // per backend
+    uint64_t upstream_max_idle_connections = 256; // per backend, all workers together
     uint64_t upstream_idle_timeout_ms = 4000;    // retire idle upstream connections before the backend does (uvicorn: 5 s)
     uint64_t relay_buffer_bytes = 64 * 1024;     // per direction per request
     uint64_t drain_timeout_ms = 30000;           // SIGTERM: in-flight requests get this long

@@ -54,6 +54,7 @@ Server::Server(conf::Config config)
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
       key_limiter_(std::make_shared<conf::KeyLimiter>(config_.auth)),
       backends_(config_) {
+    idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
 

@@ -57,6 +57,7 @@ public:
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
+    std::atomic<size_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
     std::atomic<int64_t>& requestsInFlight() { return requests_in_flight_; }
 
 private:
@@ -78,6 +79,8 @@ private:
     // io_context still decrement them.
     std::atomic<int64_t> open_connections_{0};
     std::atomic<int64_t> requests_in_flight_{0};
+    // Per backend: idle upstream connections over all workers (UpstreamPool).
+    std::unique_ptr<std::atomic<size_t>[]> idle_upstream_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<HealthChecker> health_;
     std::unique_ptr<AdminListener> admin_;

@@ -5,10 +5,12 @@
 namespace dpgate::gateway {
 
 UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
-                           size_t max_idle, uint64_t connect_timeout_ms, uint64_t idle_timeout_ms)
+                           std::atomic<size_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
+                           uint64_t idle_timeout_ms)
     : io_(io),
       deadlines_(deadlines),
       backend_(backend),
+      idle_total_(idle_total),
       max_idle_(max_idle),
       connect_timeout_ms_(connect_timeout_ms),
       idle_timeout_(idle_timeout_ms) {}
@@ -18,6 +20,7 @@ awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPo
     while (!idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
+        idle_total_.fetch_sub(1, std::memory_order_relaxed);
         // Servers close idle keep-alive connections on their own clock
         // (uvicorn, which vLLM runs on, after 5 s); retire ours first. One
         // closed meanwhile anyway fails before any answer byte, and the relay
@@ -68,12 +71,20 @@ awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPo
 
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
     if (max_idle_ == 0) return;
-    while (idle_.size() >= max_idle_) idle_.pop_front();
+    if (idle_total_.load(std::memory_order_relaxed) >= max_idle_) {
+        if (idle_.empty()) return;  // other workers hold the allowance: this one closes
+        idle_.pop_front();          // this worker's oldest makes room
+        idle_total_.fetch_sub(1, std::memory_order_relaxed);
+    }
     connection->stream.expires_never();
     connection->idle_since = std::chrono::steady_clock::now();
     idle_.push_back(std::move(connection));
+    idle_total_.fetch_add(1, std::memory_order_relaxed);
 }
 
-void UpstreamPool::closeIdle() { idle_.clear(); }
+void UpstreamPool::closeIdle() {
+    idle_total_.fetch_sub(idle_.size(), std::memory_order_relaxed);
+    idle_.clear();
+}
 
 }  // namespace dpgate::gateway

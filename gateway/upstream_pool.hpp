@@ -7,6 +7,7 @@
 #include "gateway/net.hpp"
 #include "gateway/timed_socket.hpp"
 
+#include <atomic>
 #include <deque>
 #include <memory>
 
@@ -26,8 +27,15 @@ struct UpstreamConnection {
 
 class UpstreamPool {
 public:
-    UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend, size_t max_idle,
-                 uint64_t connect_timeout_ms, uint64_t idle_timeout_ms);
+    // `max_idle` bounds the idle connections to this backend over all the
+    // workers' pools together, counted in `idle_total`: a worker keeps as
+    // many as its own load needs while the sum has room (a fixed share per
+    // worker made a busy worker close and reopen connections its quiet
+    // neighbour was not using).
+    UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
+                 std::atomic<size_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
+                 uint64_t idle_timeout_ms);
+    ~UpstreamPool() { closeIdle(); }
 
     // An idle connection when one is alive, else a new one (connect timeout
     // from config). The error is the connect error.
@@ -46,6 +54,7 @@ private:
     net::io_context& io_;
     DeadlineList& deadlines_;
     const conf::BackendConfig backend_;
+    std::atomic<size_t>& idle_total_;
     const size_t max_idle_;
     const uint64_t connect_timeout_ms_;
     const std::chrono::milliseconds idle_timeout_;

@@ -16,10 +16,9 @@ Worker::Worker(Server& server, size_t index)
       admitter_(server.tokenizer(), server.config().model.template_name),
       random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
     const conf::Config& config = server.config();
-    size_t threads = std::max<size_t>(1, config.threads);
-    size_t idle_per_worker = std::max<size_t>(1, config.limits.upstream_max_idle_connections / threads);
-    for (const auto& backend : config.backends)
-        pools_.push_back(std::make_unique<UpstreamPool>(io_, deadlines_, backend, idle_per_worker,
+    for (size_t b = 0; b < config.backends.size(); ++b)
+        pools_.push_back(std::make_unique<UpstreamPool>(io_, deadlines_, config.backends[b], server.idleUpstream(b),
+                                                        config.limits.upstream_max_idle_connections,
                                                         config.limits.upstream_connect_timeout_ms,
                                                         config.limits.upstream_idle_timeout_ms));
 }
