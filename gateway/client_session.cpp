@@ -4,6 +4,7 @@
 #include "conf/key_store.hpp"
 #include "gateway/local_endpoints.hpp"
 #include "gateway/log.hpp"
+#include "gateway/parse_buffered.hpp"
 #include "gateway/relay.hpp"
 #include "gateway/request_framing.hpp"
 #include "gateway/request_id.hpp"
@@ -184,8 +185,13 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
 
     // The body grows as it arrives, with admission's padding (request_body.hpp).
     while (!parser->is_done()) {
-        stream_.expires_after(ms(limits.body_idle_timeout_ms));
-        auto [rec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);
+        // What arrived with the header (or with the last read) first.
+        error_code rec = parseBuffered(*parser, buffer_);
+        if (!rec && !parser->is_done()) {
+            stream_.expires_after(ms(limits.body_idle_timeout_ms));
+            auto [read_ec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);
+            rec = read_ec;
+        }
         if (rec == http::error::body_limit) {
             ApiError refusal{413,
                              "request body exceeds the limit of " + std::to_string(limits.max_body_bytes) + " bytes.",

@@ -2,6 +2,7 @@
 
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
+#include "gateway/parse_buffered.hpp"
 #include "gateway/metrics/usage_parser.hpp"
 #include "gateway/response_framing.hpp"
 #include "routing/affinity_key.hpp"
@@ -114,7 +115,17 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection,
         co_return connection.reused && isConnectionDrop(wec) ? Attempt::retry_fresh : Attempt::failed;
     }
     connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
-    auto [rec, rn] = co_await http::async_read_header(connection.stream, connection.buffer, parser, use_nothrow);
+    // The header, read and parsed here; the body parser has no buffer yet, so
+    // parsing stops after the header and body bytes stay in connection.buffer.
+    error_code rec;
+    while (!rec && !parser.is_header_done()) {
+        constexpr size_t kReadBytes = 16 * 1024;
+        auto [read_ec, rn] = co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
+        rec = read_ec;
+        if (rec) break;
+        connection.buffer.commit(rn);
+        rec = parseBuffered(parser, connection.buffer);
+    }
     if (rec) {
         error = rec;
         // A pooled connection the backend closed while it sat idle fails
@@ -317,9 +328,12 @@ awaitable<bool> Relay::relayErrorAnswer(std::unique_ptr<UpstreamConnection> conn
     while (!parser.is_done() && body.size() <= kMaxErrorBytes) {
         upstream.body().data = chunk;
         upstream.body().size = sizeof chunk;
-        connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
-        auto [ec, n] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
-        if (ec == http::error::need_buffer) ec = {};
+        error_code ec = parseBuffered(parser, connection->buffer);
+        if (!ec && sizeof chunk == upstream.body().size && !parser.is_done()) {
+            connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
+            auto [read_ec, n] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
+            ec = read_ec == http::error::need_buffer ? error_code{} : read_ec;
+        }
         if (ec) {
             if (watch_->client_gone) co_return false;
             ApiError failure{502, "backend '" + backend_name + "' broke off its " + std::to_string(status) +
@@ -438,9 +452,14 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     while (!parser.is_done()) {
         upstream.body().data = chunk.data.get();
         upstream.body().size = chunk_bytes;
-        connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
-        auto [rec, rn] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
-        if (rec == http::error::need_buffer) rec = {};
+        // Body bytes that came with the header or the last read first; a read
+        // only when they gave nothing.
+        error_code rec = parseBuffered(parser, connection->buffer);
+        if (!rec && upstream.body().size == chunk_bytes && !parser.is_done()) {
+            connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
+            auto [read_ec, rn] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
+            rec = read_ec == http::error::need_buffer ? error_code{} : read_ec;
+        }
         size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
             if (watch_->client_gone) {
