@@ -3,6 +3,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cctype>
+#include <cstring>
 #include <charconv>
 
 namespace dpgate::metrics {
@@ -80,6 +81,23 @@ bool onlyNullUsage(std::string_view event) {
     return true;
 }
 
+// Index just past the quote that closes the string opened at json[open],
+// or npos when it does not close. The text between goes by memchr: an
+// answer is mostly the text of its message.
+size_t skipString(std::string_view json, size_t open) {
+    size_t i = open + 1;
+    while (i < json.size()) {
+        const void* quote = std::memchr(json.data() + i, '"', json.size() - i);
+        if (quote == nullptr) return std::string_view::npos;
+        const size_t at = size_t(static_cast<const char*>(quote) - json.data());
+        size_t k = at;
+        while (k > open + 1 && json[k - 1] == '\\') --k;
+        if ((at - k) % 2 == 0) return at + 1;  // not escaped
+        i = at + 1;
+    }
+    return std::string_view::npos;
+}
+
 // The value of `key` in the top-level object of `json`, found by a
 // structural scan (strings and nesting respected) without building a DOM:
 // an answer's text may be long, its usage object is a few dozen bytes.
@@ -91,26 +109,27 @@ std::string_view topLevelValue(std::string_view json, std::string_view key) {
     size_t i = 0;
     const size_t n = json.size();
     while (i < n) {
-        char c = json[i];
+        const char c = json[i];
         if (c == '"') {
-            size_t start = ++i;
-            while (i < n && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
-            if (i >= n) return {};
-            std::string_view token = json.substr(start, i - start);
-            ++i;
+            const size_t end = skipString(json, i);
+            if (end == std::string_view::npos) return {};
+            const std::string_view token = json.substr(i + 1, end - i - 2);
+            i = end;
             if (depth != 1 || token != key) continue;
-            while (i < n && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) ++i;
+            while (i < n && isSpace(json[i])) ++i;
             if (i >= n || json[i] != ':') continue;  // a string value, not a key
             ++i;
-            while (i < n && (json[i] == ' ' || json[i] == '\t' || json[i] == '\n' || json[i] == '\r')) ++i;
-            size_t value_start = i;
+            while (i < n && isSpace(json[i])) ++i;
+            const size_t value_start = i;
             int value_depth = 0;
-            for (; i < n; ++i) {
-                char v = json[i];
+            while (i < n) {
+                const char v = json[i];
                 if (v == '"') {
-                    ++i;
-                    while (i < n && json[i] != '"') i += json[i] == '\\' ? 2 : 1;
-                } else if (v == '{' || v == '[') {
+                    i = skipString(json, i);
+                    if (i == std::string_view::npos) return {};
+                    continue;
+                }
+                if (v == '{' || v == '[') {
                     ++value_depth;
                 } else if (v == '}' || v == ']') {
                     if (value_depth == 0) break;
@@ -121,6 +140,7 @@ std::string_view topLevelValue(std::string_view json, std::string_view key) {
                 } else if (v == ',' && value_depth == 0) {
                     break;
                 }
+                ++i;
             }
             if (found.empty()) found = json.substr(value_start, std::min(i, n) - value_start);
             continue;
@@ -133,7 +153,6 @@ std::string_view topLevelValue(std::string_view json, std::string_view key) {
     bool closed = depth == 0 && last != std::string_view::npos && json[last] == '}' && json.front() == '{';
     return closed ? found : std::string_view();
 }
-
 
 // A small validating reader for the usage object of an answer (a few dozen
 // bytes): what a DOM parse would accept, without building one. Keys are
