@@ -116,7 +116,11 @@ def main() -> int:
                for name, runs in by_target.items()}
         for name, m in med.items():
             print(f"{c:>5} {name:<8} {m['rps']:>10.0f} {m['p50_ms']:>8.2f} {m['p99_ms']:>8.2f}")
-        print(f"{c:>5} dpgate/nginx requests/s = {med['dpgate']['rps'] / med['nginx']['rps']:.2f}x, "
+        # Rounds interleave the targets: each round's ratio compares runs a
+        # few seconds apart, so the median of those ratios resists drift.
+        ratios = [d["rps"] / n["rps"] for d, n in zip(by_target["dpgate"], by_target["nginx"])]
+        print(f"{c:>5} dpgate/nginx requests/s = {med['dpgate']['rps'] / med['nginx']['rps']:.2f}x (medians), "
+              f"per round {' '.join(f'{r:.2f}' for r in ratios)}, median of rounds {statistics.median(ratios):.2f}x; "
               f"dpgate/direct = {med['dpgate']['rps'] / med['direct']['rps']:.2f}x")
     if args.json:
         print(json.dumps(results))
