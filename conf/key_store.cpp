@@ -16,12 +16,20 @@ namespace {
 using Digest = std::array<unsigned char, 32>;
 
 Digest digestOf(std::string_view data) {
-    // Fetched once: OpenSSL 3's one-shot SHA256() looks the algorithm up on
-    // every call, which costs more than hashing a key.
+    // The algorithm is fetched once and each thread keeps one digest context:
+    // OpenSSL 3's one-shot SHA256() looks the algorithm up and builds a
+    // context on every call, which costs more than hashing a key.
     static EVP_MD* const sha256 = EVP_MD_fetch(nullptr, "SHA2-256", nullptr);
+    struct Context {
+        EVP_MD_CTX* ctx = EVP_MD_CTX_new();
+        ~Context() { EVP_MD_CTX_free(ctx); }
+    };
+    thread_local Context context;
     Digest digest;
-    if (sha256 == nullptr ||
-        EVP_Digest(data.data(), data.size(), digest.data(), nullptr, sha256, nullptr) != 1)
+    unsigned int size = 0;
+    if (sha256 == nullptr || context.ctx == nullptr || EVP_DigestInit_ex2(context.ctx, sha256, nullptr) != 1 ||
+        EVP_DigestUpdate(context.ctx, data.data(), data.size()) != 1 ||
+        EVP_DigestFinal_ex(context.ctx, digest.data(), &size) != 1 || size != digest.size())
         SHA256(reinterpret_cast<const unsigned char*>(data.data()), data.size(), digest.data());
     return digest;
 }
