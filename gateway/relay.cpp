@@ -2,8 +2,8 @@
 
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
-#include "gateway/parse_buffered.hpp"
 #include "gateway/metrics/usage_parser.hpp"
+#include "gateway/parse_buffered.hpp"
 #include "gateway/response_framing.hpp"
 #include "routing/affinity_key.hpp"
 #include "gateway/server.hpp"
@@ -315,10 +315,19 @@ awaitable<bool> Relay::run() {
     co_return co_await relayResponse(std::move(connection), *parser, backend, rank);
 }
 
+awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection,
+                                           http::response_parser<http::buffer_body>& parser) {
+    const size_t room = parser.get().body().size;
+    error_code ec = parseBuffered(parser, connection.buffer);
+    if (ec || parser.is_done() || parser.get().body().size != room) co_return ec;
+    connection.stream.expires_after(ms(session_.worker().server().config().limits.stream_idle_timeout_ms));
+    auto [read_ec, n] = co_await http::async_read_some(connection.stream, connection.buffer, parser, use_nothrow);
+    co_return read_ec == http::error::need_buffer ? error_code{} : read_ec;
+}
+
 awaitable<bool> Relay::relayErrorAnswer(std::unique_ptr<UpstreamConnection> connection,
                                         http::response_parser<http::buffer_body>& parser, size_t backend) {
     Worker& worker = session_.worker();
-    const conf::LimitsConfig& limits = worker.server().config().limits;
     const std::string& backend_name = worker.server().backends().config(backend).name;
     auto& upstream = parser.get();
     const unsigned status = upstream.result_int();
@@ -328,12 +337,7 @@ awaitable<bool> Relay::relayErrorAnswer(std::unique_ptr<UpstreamConnection> conn
     while (!parser.is_done() && body.size() <= kMaxErrorBytes) {
         upstream.body().data = chunk;
         upstream.body().size = sizeof chunk;
-        error_code ec = parseBuffered(parser, connection->buffer);
-        if (!ec && sizeof chunk == upstream.body().size && !parser.is_done()) {
-            connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
-            auto [read_ec, n] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
-            ec = read_ec == http::error::need_buffer ? error_code{} : read_ec;
-        }
+        error_code ec = co_await readBodyPiece(*connection, parser);
         if (ec) {
             if (watch_->client_gone) co_return false;
             ApiError failure{502, "backend '" + backend_name + "' broke off its " + std::to_string(status) +
@@ -452,14 +456,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     while (!parser.is_done()) {
         upstream.body().data = chunk.data.get();
         upstream.body().size = chunk_bytes;
-        // Body bytes that came with the header or the last read first; a read
-        // only when they gave nothing.
-        error_code rec = parseBuffered(parser, connection->buffer);
-        if (!rec && upstream.body().size == chunk_bytes && !parser.is_done()) {
-            connection->stream.expires_after(ms(limits.stream_idle_timeout_ms));
-            auto [read_ec, rn] = co_await http::async_read_some(connection->stream, connection->buffer, parser, use_nothrow);
-            rec = read_ec == http::error::need_buffer ? error_code{} : read_ec;
-        }
+        error_code rec = co_await readBodyPiece(*connection, parser);
         size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
             if (watch_->client_gone) {

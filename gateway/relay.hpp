@@ -50,6 +50,11 @@ private:
     // small) and sent in OpenAI's error shape.
     awaitable<bool> relayErrorAnswer(std::unique_ptr<UpstreamConnection> connection,
                                      http::response_parser<http::buffer_body>& parser, size_t backend);
+    // The next piece of an upstream body into the parser's body buffer: what
+    // connection.buffer already holds first, a read only when that gave no
+    // body byte. need_buffer (the piece filled the buffer) is not an error.
+    awaitable<error_code> readBodyPiece(UpstreamConnection& connection,
+                                        http::response_parser<http::buffer_body>& parser);
     static awaitable<void> watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
 
     ClientSession& session_;
