@@ -82,6 +82,12 @@ struct RoutingConfig {
     RoutingMode mode = RoutingMode::failover;
     std::string session_header = "X-Session-ID";
     double balance_factor = 1.25;
+    // New conversations avoid a rank whose recent prefill work is above this
+    // x the mean + work_slack_tokens (0 = off); "recent" decays over
+    // work_window_ms. See routing/slot_chooser.hpp.
+    double work_balance_factor = 1.0;
+    uint64_t work_slack_tokens = 16384;
+    uint64_t work_window_ms = 300'000;
 
     bool operator==(const RoutingConfig&) const = default;
 };

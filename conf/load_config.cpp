@@ -254,7 +254,8 @@ private:
     }
 
     void readRouting(const Field& field) {
-        const MappingReader m(field, {"mode", "session_header", "balance_factor"});
+        const MappingReader m(field, {"mode", "session_header", "balance_factor", "work_balance_factor",
+                                      "work_slack_tokens", "work_window_ms"});
         RoutingConfig& routing = config_.routing;
         if (auto f = m.get("mode")) {
             const std::string mode = readString(*f);
@@ -273,6 +274,14 @@ private:
             if (routing.balance_factor < 1 || routing.balance_factor > 100)
                 fail(*f, "must be between 1 and 100, got " + formatNumber(routing.balance_factor));
         }
+        if (auto f = m.get("work_balance_factor")) {
+            routing.work_balance_factor = readDouble(*f);
+            if (routing.work_balance_factor != 0 &&
+                (routing.work_balance_factor < 1 || routing.work_balance_factor > 100))
+                fail(*f, "must be 0 (off) or between 1 and 100, got " + formatNumber(routing.work_balance_factor));
+        }
+        if (auto f = m.get("work_slack_tokens")) routing.work_slack_tokens = readUint(*f, 0, 1ull << 40);
+        if (auto f = m.get("work_window_ms")) routing.work_window_ms = readDurationMs(*f, 1000, 86'400'000);
     }
 
     void readHealth(const Field& field) {

@@ -7,6 +7,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <cmath>
+
 namespace dpgate::gateway {
 
 AdminListener::AdminListener(net::io_context& io, Server& server) : io_(io), server_(server) {}
@@ -133,6 +135,10 @@ http::response<http::string_body> AdminListener::status() const {
             ranks.push_back({{"rank", r},
                              {"queued_prefill_tokens",
                               backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)},
+                             {"recent_prefill_tokens",
+                              std::llround(backends.workMeter().value(
+                                  backends.loadIndex(index, r),
+                                  std::chrono::duration<double>(now.time_since_epoch()).count()))},
                              {"running", optionalNumber(row ? row->running : std::nullopt)},
                              {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
                              {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},

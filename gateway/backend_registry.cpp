@@ -3,13 +3,31 @@
 #include <algorithm>
 
 namespace dpgate::gateway {
+namespace {
+
+size_t totalRanks(const conf::Config& config) {
+    size_t ranks = 0;
+    for (const auto& b : config.backends) ranks += b.dp_ranks;
+    return ranks;
+}
+
+routing::SlotChooserOptions chooserOptions(const conf::RoutingConfig& routing) {
+    routing::SlotChooserOptions options;
+    options.balance_factor = routing.balance_factor;
+    options.work_factor = routing.work_balance_factor;
+    options.work_slack_tokens = double(routing.work_slack_tokens);
+    return options;
+}
+
+}  // namespace
 
 BackendRegistry::BackendRegistry(const conf::Config& config)
     : model_id_(config.model.id),
       configured_window_(config.model.window_tokens),
       mode_(config.routing.mode),
-      balance_factor_(config.routing.balance_factor),
-      public_window_(config.model.window_tokens) {
+      public_window_(config.model.window_tokens),
+      work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0) {
+    chooser_options_ = chooserOptions(config.routing);
     size_t slots = 0;
     for (const auto& b : config.backends) {
         Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), b.role, false, 0, {}, {}};
@@ -28,10 +46,11 @@ std::optional<size_t> BackendRegistry::find(std::string_view name) const {
     return std::nullopt;
 }
 
-void BackendRegistry::applyReload(uint64_t configured_window, double balance_factor) {
+void BackendRegistry::applyReload(uint64_t configured_window, const conf::RoutingConfig& routing) {
     std::lock_guard lock(mutex_);
     configured_window_ = configured_window;
-    balance_factor_ = balance_factor;
+    chooser_options_ = chooserOptions(routing);
+    work_meter_.setWindow(double(routing.work_window_ms) / 1000.0);
     table_mask_ = ~uint64_t{0};  // rebuild the table with the new factor
     republishLocked();
 }
@@ -123,9 +142,7 @@ void BackendRegistry::republishLocked() {
             load_index.push_back(load_offset_[i] + r);
         }
     }
-    routing::SlotChooserOptions options;
-    options.balance_factor = balance_factor_;
-    auto table = std::make_shared<RoutingTable>(RoutingTable{routing::SlotChooser(std::move(slots), options),
+    auto table = std::make_shared<RoutingTable>(RoutingTable{routing::SlotChooser(std::move(slots), chooser_options_),
                                                              std::move(load_index)});
     std::atomic_store(&table_, std::shared_ptr<const RoutingTable>(std::move(table)));
 }

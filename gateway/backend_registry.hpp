@@ -8,6 +8,7 @@
 #include "routing/cache_estimate.hpp"
 #include "routing/health_state.hpp"
 #include "routing/slot_chooser.hpp"
+#include "routing/work_meter.hpp"
 
 #include <atomic>
 #include <memory>
@@ -77,8 +78,8 @@ public:
     void recordPassiveFailure(size_t index, const std::string& why);
 
     std::optional<size_t> find(std::string_view name) const;
-    // A reloaded config's window and balance factor.
-    void applyReload(uint64_t configured_window, double balance_factor);
+    // A reloaded config's window and routing factors.
+    void applyReload(uint64_t configured_window, const conf::RoutingConfig& routing);
     // Drained: no new requests; those in flight finish.
     void setDrained(size_t index, bool drained);
 
@@ -92,6 +93,10 @@ public:
 
     // What each slot's prefix cache is expected to hold of a conversation.
     routing::CacheEstimate& cacheEstimate() { return cache_estimate_; }
+
+    // Recent prefill work per (backend, rank), indexed like slotLoad().
+    routing::WorkMeter& workMeter() { return work_meter_; }
+    const routing::WorkMeter& workMeter() const { return work_meter_; }
 
 private:
     struct Backend {
@@ -109,7 +114,7 @@ private:
     const std::string model_id_;
     uint64_t configured_window_;
     const conf::RoutingMode mode_;
-    double balance_factor_;
+    routing::SlotChooserOptions chooser_options_;
     std::vector<size_t> load_offset_;
     std::unique_ptr<std::atomic<int64_t>[]> loads_;
     std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load
@@ -119,6 +124,7 @@ private:
     std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests
     std::atomic<uint64_t> public_window_;
     routing::CacheEstimate cache_estimate_;
+    routing::WorkMeter work_meter_;
 };
 
 }  // namespace dpgate::gateway

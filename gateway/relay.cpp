@@ -31,6 +31,10 @@ struct Relay::ClientWatch {
 
 namespace {
 
+double secondsNow() {
+    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 bool isConnectionDrop(const error_code& ec) {
     return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
            ec == net::error::broken_pipe || ec == net::error::connection_aborted;
@@ -198,7 +202,14 @@ awaitable<bool> Relay::run() {
     routing::CacheEstimate& cache_estimate = backends.cacheEstimate();
     std::vector<double> uncached(table->chooser.size());
     cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
-    std::vector<size_t> preference = table->chooser.preference({key.key, loads, uncached, prompt_tokens});
+    // New conversations avoid ranks that did more than their share of the
+    // recent prefill work; known ones stay on the rank that served them last.
+    routing::WorkMeter& work_meter = backends.workMeter();
+    const double now_s = std::chrono::duration<double>(started_.time_since_epoch()).count();
+    std::vector<double> work(table->chooser.size());
+    work_meter.values(table->load_index, now_s, work);
+    std::vector<size_t> preference = table->chooser.preference(
+        {key.key, loads, uncached, prompt_tokens, work, cache_estimate.lastSlot(key.key, table->chooser)});
 
     // Watching the client costs a coroutine and an epoll re-arm per request;
     // it pays where a hang-up would otherwise leave the backend working for
@@ -241,7 +252,12 @@ awaitable<bool> Relay::run() {
         }
         const uint64_t slot_id = routing::SlotChooser::slotIdOf(routing::Slot{backend, backends.config(backend).name, rank});
         const double expected_uncached = prompt_tokens - cache_estimate.cachedTokens(key.key, slot_id, prompt_tokens);
-        slot_load_.hold(backends.slotLoad(backends.loadIndex(backend, rank)), int64_t(expected_uncached));
+        const size_t load_index = backends.loadIndex(backend, rank);
+        slot_load_.hold(backends.slotLoad(load_index), int64_t(expected_uncached));
+        if (work_slot_ != SIZE_MAX) work_meter.add(work_slot_, -work_charged_, now_s);  // the try that failed
+        work_slot_ = load_index;
+        work_charged_ = expected_uncached;
+        work_meter.add(work_slot_, work_charged_, now_s);
         cache_estimate.record(key.key, slot_id, prompt_tokens);
         upstream_head_.clear();
         buildUpstreamRequest(backend, rank, admitted);
@@ -285,7 +301,9 @@ awaitable<bool> Relay::run() {
             loads[i] = double(backends.slotLoad(table->load_index[i]).load(std::memory_order_relaxed));
         uncached.assign(table->chooser.size(), 0.0);
         cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
-        preference = table->chooser.preference({key.key, loads, uncached, prompt_tokens});
+        work.assign(table->chooser.size(), 0.0);
+        work_meter.values(table->load_index, now_s, work);
+        preference = table->chooser.preference({key.key, loads, uncached, prompt_tokens, work, std::nullopt});
         choice = 0;
         while (choice < preference.size() && table->chooser.slots()[preference[choice]].backend_index == backend &&
                table->chooser.slots()[preference[choice]].rank == rank)
@@ -540,6 +558,12 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         record_.usage = stream_usage.usage();
     } else {
         record_.usage = metrics::parseUsageJson(answer_copy);
+    }
+    if (record_.usage && work_slot_ != SIZE_MAX) {
+        // What the rank really computed replaces what was expected.
+        const double computed = double(record_.usage->prompt_tokens) - double(record_.usage->cached_prompt_tokens);
+        session_.worker().server().backends().workMeter().add(work_slot_, computed - work_charged_, secondsNow());
+        work_charged_ = computed;
     }
     if (record_.usage && slot_metrics) {
         slot_metrics->prompt_tokens->inc(record_.usage->prompt_tokens);

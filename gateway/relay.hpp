@@ -86,6 +86,10 @@ private:
         }
         ~SlotLoad() { release(); }
     } slot_load_;
+    // The work meter was charged `work_charged_` tokens on `work_slot_` (a
+    // load index) when the request was sent; the answer's usage corrects it.
+    size_t work_slot_ = SIZE_MAX;
+    double work_charged_ = 0;
     const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
     std::string upstream_head_;
     std::string splice_;  // spliced after the body's '{': max_tokens and/or stream_options

@@ -167,7 +167,7 @@ std::optional<std::string> Server::reload() {
     }
     if (std::string key = restartOnlyChange(running, *next); !key.empty())
         return "conf: " + key + ": cannot change without a restart; the running config stays";
-    backends_.applyReload(next->model.window_tokens, next->routing.balance_factor);
+    backends_.applyReload(next->model.window_tokens, next->routing);
     std::atomic_store(&keys_, keys);
     std::atomic_store(&access_log_, access_log);
     std::atomic_store(&tls_, tls);

@@ -39,6 +39,19 @@ void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, dou
     }
 }
 
+std::optional<size_t> CacheEstimate::lastSlot(uint64_t key, const SlotChooser& chooser) const {
+    uint64_t slot_id = 0;
+    {
+        std::lock_guard lock(stripeOf(key));
+        const Entry* e = find(key);
+        if (!e || e->ways[0].tokens <= 0) return std::nullopt;
+        slot_id = e->ways[0].slot_id;
+    }
+    for (size_t s = 0; s < chooser.size(); ++s)
+        if (chooser.slotId(s) == slot_id) return s;
+    return std::nullopt;
+}
+
 void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {
     std::lock_guard lock(stripeOf(key));
     Entry& e = entries_[mix64(key) & mask_];

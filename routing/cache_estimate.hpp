@@ -7,15 +7,17 @@
 // table entry another key took (it then expects nothing), and it never
 // credits one key with another's prefix, so a system prompt shared by every
 // conversation attracts nobody to the slots that served it.
-// Per gateway process (not shared between replicas); it only matters when a
-// key's first choice is overloaded, so replicas still agree on every key
-// while nothing is. Thread-safe (striped locks): the gateway's workers share one.
+// Per gateway process (not shared between replicas). It also names the slot
+// a key last went to, where the chooser keeps it; that differs from the
+// key's first choice only after a bound was crossed, so replicas still agree
+// on every key while nothing is overloaded. Thread-safe (striped locks): the gateway's workers share one.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
 #include <array>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <vector>
 
@@ -37,6 +39,10 @@ public:
     // For every slot of `chooser`: this request's prompt tokens not expected
     // in cache there. `out` has chooser.size() entries.
     void uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens, std::span<double> out) const;
+
+    // The index in `chooser` of the slot the key's last request went to, if
+    // the key is known and that slot is in the table.
+    std::optional<size_t> lastSlot(uint64_t key, const SlotChooser& chooser) const;
 
     // The request was sent to `slot_id`: its prompt will be cached there.
     // Keeps the key's two most recent slots (the home and the slot it last

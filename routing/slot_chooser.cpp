@@ -63,10 +63,36 @@ double SlotChooser::loadBound(const RouteRequest& request, size_t home_slot) con
            options_.slack_tokens;
 }
 
+size_t SlotChooser::anchor(const RouteRequest& request) const {
+    if (request.last_slot && *request.last_slot < slots_.size()) return *request.last_slot;
+    const size_t h = home(request.key);
+    const auto& work = request.work;
+    if (options_.work_factor <= 0 || work.size() != slots_.size()) return h;
+    double mean = 0;
+    for (double w : work) mean += w;
+    mean /= double(slots_.size());
+    const double work_bound = options_.work_factor * mean + options_.work_slack_tokens;
+    const double idle = options_.slack_requests * request.prompt_tokens + options_.slack_tokens;
+    if (work[h] <= work_bound && request.loads[h] <= idle) return h;
+    size_t best = slots_.size();
+    for (size_t c : rendezvousOrder(request.key)) {
+        if (work[c] > work_bound) continue;
+        if (best == slots_.size() ||
+            request.loads[c] + request.uncached_tokens[c] < request.loads[best] + request.uncached_tokens[best])
+            best = c;
+    }
+    if (best != slots_.size()) return best;
+    // Nothing within the work bound (work_factor < 1): the least worked.
+    best = h;
+    for (size_t c = 0; c < slots_.size(); ++c)
+        if (work[c] < work[best]) best = c;
+    return best;
+}
+
 size_t SlotChooser::choose(const RouteRequest& request) const {
     assert(!slots_.empty() && request.loads.size() == slots_.size() &&
            request.uncached_tokens.size() == slots_.size());
-    const size_t h = home(request.key);
+    const size_t h = anchor(request);
     const double bound = loadBound(request, h);
     const auto& loads = request.loads;
     const auto& uncached = request.uncached_tokens;
@@ -82,14 +108,14 @@ size_t SlotChooser::choose(const RouteRequest& request) const {
         double cost = loads[c] + uncached[c], best_cost = loads[best] + uncached[best];
         if (cost < best_cost || (cost == best_cost && ahead(request.key, c, best))) best = c;
     }
-    // Leaving costs the prefix cached at home; stay when it buys nothing.
+    // Leaving costs the prefix cached at the anchor; stay when it buys nothing.
     if (best != h && loads[h] + uncached[h] <= loads[best] + uncached[best]) return h;
     return best;  // h when nothing is within the bound (balance_factor < 1)
 }
 
 std::vector<size_t> SlotChooser::preference(const RouteRequest& request) const {
     size_t chosen = choose(request);
-    double bound = loadBound(request, home(request.key));
+    double bound = loadBound(request, anchor(request));
     std::vector<size_t> order = rendezvousOrder(request.key);
     std::stable_partition(order.begin(), order.end(), [&](size_t slot) { return request.loads[slot] <= bound; });
     auto at = std::find(order.begin(), order.end(), chosen);
@@ -99,12 +125,12 @@ std::vector<size_t> SlotChooser::preference(const RouteRequest& request) const {
 
 std::vector<size_t> SlotChooser::preference(uint64_t key, std::span<const double> loads, double request_load) const {
     std::vector<double> uncached(slots_.size(), request_load);
-    return preference(RouteRequest{key, loads, uncached, request_load});
+    return preference(RouteRequest{key, loads, uncached, request_load, {}, std::nullopt});
 }
 
 size_t SlotChooser::choose(uint64_t key, std::span<const double> loads, double request_load) const {
     std::vector<double> uncached(slots_.size(), request_load);
-    return choose(RouteRequest{key, loads, uncached, request_load});
+    return choose(RouteRequest{key, loads, uncached, request_load, {}, std::nullopt});
 }
 
 double SlotChooser::loadBound(std::span<const double> loads, double request_load) const {

@@ -1,12 +1,13 @@
 // Maps an affinity key to a (backend, DP rank) slot: rendezvous
 // (highest-random-weight) hashing with bounded load. Pure and deterministic:
-// the same key, slots and loads give the same answer in every process, and
-// while the key's first choice is within the bound the answer depends on the
-// key and the slots alone.
+// the same key, slots, loads and recent work give the same answer in every
+// process, and while no slot is over either bound (see choose()) the answer
+// depends on the key and the slots alone.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -30,6 +31,14 @@ struct SlotChooserOptions {
     // its home holds any queue.
     double slack_requests = 0.25;
     double slack_tokens = 2048;
+    // A new key's home whose recent work is above
+    //     work_factor x mean(recent work) + work_slack_tokens
+    // is avoided (conf routing.work_balance_factor, work_slack_tokens; 0 = off).
+    // The replay swept 1.0-1.1 and 0-128k tokens: 1.0 keeps the slots' work
+    // within 1.15 of each other; the slack keeps a nearly idle system on the
+    // key's home (every replica agrees there).
+    double work_factor = 1.0;
+    double work_slack_tokens = 16384;
 };
 
 // One request as the chooser sees it. Loads and costs are in prompt tokens
@@ -40,6 +49,8 @@ struct RouteRequest {
     std::span<const double> loads;            // per slot: in-flight prompt tokens not expected in cache
     std::span<const double> uncached_tokens;  // per slot: this request's prompt tokens not expected in cache there
     double prompt_tokens = 0;                 // this request's whole prompt (sizes the slack)
+    std::span<const double> work;             // per slot: recent prefill work (WorkMeter); empty = not balanced
+    std::optional<size_t> last_slot;          // the slot that served the key's last request, if known
 };
 
 class SlotChooser {
@@ -65,22 +76,42 @@ public:
     // over-bound slots in rendezvous order (the gateway retries down the list).
     std::vector<size_t> preference(const RouteRequest& request) const;
 
-    // The slot for this request. The key's first rendezvous choice ("home")
-    // whenever its load is within the bound
-    //     balance_factor * (sum(loads) + uncached_tokens[home]) / slots
-    //       + slack_requests * prompt_tokens + slack_tokens
-    // (the mean including this request, plus a small slack so a nearly idle
-    // system does not spill). Then the choice depends on the key alone and
-    // every replica agrees. A home over the bound is overloaded: the request
-    // goes to the slot within the bound where its prefill would finish
-    // first, loads[s] + uncached_tokens[s] (ties: rendezvous order), unless
-    // home itself would still finish it no later. So a turn whose prefix is
-    // cached at home leaves only when the queue it skips outweighs the prefix
-    // it has to recompute, and a conversation that spilled goes on to the
-    // slot now holding its prefix while home stays overloaded. With
-    // balance_factor >= 1 the least-loaded slot is always within the bound.
-    // Precondition: size() > 0 and both spans have size() entries.
+    // The slot for this request, in two steps.
+    //
+    // 1. The anchor: where the key belongs if nothing is overloaded.
+    //    - A key that was served before: the slot that served it last, which
+    //      holds its prefix (its home, unless it once spilled).
+    //    - A new key: its first rendezvous choice ("home"), unless home's
+    //      recent work is over the work bound
+    //          work_factor * mean(work) + work_slack_tokens
+    //      or home is busy (more queued than the in-flight slack below).
+    //      Then the slot within the work bound with the least load
+    //      (ties: rendezvous order): a new conversation has no prefix to
+    //      lose anywhere. A conversation keeps coming back to
+    //      where it started, so this is what evens out the slots' work over
+    //      minutes, where the in-flight bound below only sees the present.
+    // 2. The in-flight bound around the anchor:
+    //          balance_factor * (sum(loads) + uncached_tokens[anchor]) / slots
+    //            + slack_requests * prompt_tokens + slack_tokens
+    //    (the mean including this request, plus a small slack so a nearly
+    //    idle system does not spill). An anchor over it is overloaded: the
+    //    request goes to the slot within the bound where its prefill would
+    //    finish first, loads[s] + uncached_tokens[s] (ties: rendezvous
+    //    order), unless the anchor would still finish it no later. So a turn
+    //    whose prefix is cached at its anchor leaves only when the queue it
+    //    skips outweighs the prefix it has to recompute. With
+    //    balance_factor >= 1 the least-loaded slot is always within the bound.
+    //
+    // While every home is within the work bound and not busy, and no anchor
+    // is over the in-flight bound, every key goes to its home and replicas
+    // agree; past that, a replica that has not seen a key places it by its
+    // own view.
+    // Precondition: size() > 0; loads and uncached_tokens have size() entries,
+    // work has size() entries or none, last_slot < size().
     size_t choose(const RouteRequest& request) const;
+
+    // The anchor of step 1 (exposed for tests).
+    size_t anchor(const RouteRequest& request) const;
 
     // The same with no estimate of what is cached: every slot costs the
     // whole prompt (`request_load`), so an overloaded home always spills, to

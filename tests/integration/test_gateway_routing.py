@@ -122,3 +122,44 @@ def test_primary_killed_under_load_loses_no_non_streamed_request():
             for status, complete, last in stream_outcomes:
                 if status == 200 and not complete:
                     assert last is not None and '"error"' in last, "a broken stream ends with an error event"
+
+
+def test_new_conversations_avoid_the_rank_that_did_the_recent_prefill_work():
+    """A long first prompt makes its rank the busiest of the last minutes:
+    new conversations whose rendezvous home is that rank go elsewhere, its
+    own next turn stays there (cached), /admin/status shows the recent work,
+    and with work_balance_factor 0 the same keys do land on it."""
+    def run(work_balance_factor):
+        with Sim() as sim:
+            config = gateway_config([("primary", sim, "primary")],
+                                    routing={"work_balance_factor": work_balance_factor, "work_slack_tokens": 0})
+            with Gateway(config) as gw:
+                heavy = [{"role": "system", "content": "Read this report. " * 4000},
+                         {"role": "user", "content": "summarise it"}]
+                status, headers, first = gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 1, "messages": heavy})
+                assert status == 200, first
+                busy = headers["x-dpgate-route"]
+                uncached = first["usage"]["prompt_tokens"] - first["usage"]["prompt_tokens_details"]["cached_tokens"]
+                slots = gw.admin("GET", "/admin/status")[2]["backends"][0]["slots"]
+                work = {f"primary/{s['rank']}": s["recent_prefill_tokens"] for s in slots}
+                assert work[busy] >= 0.99 * uncached and uncached > 16_000, (work, uncached)
+                assert all(w == 0 for route, w in work.items() if route != busy), work
+
+                routes = []
+                for n in range(64):
+                    body = {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+                    status, headers, _ = gw.json("POST", CHAT, body, headers={"X-Session-ID": f"light-{n}"})
+                    assert status == 200
+                    routes.append(headers["x-dpgate-route"])
+                heavy += [{"role": "assistant", "content": "It is long."}, {"role": "user", "content": "shorter"}]
+                status, headers, second = gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 1, "messages": heavy})
+                assert status == 200 and headers["x-dpgate-route"] == busy
+                assert second["usage"]["prompt_tokens_details"]["cached_tokens"] > 16_000
+                return busy, routes
+
+    busy, routes = run(1.0)
+    assert busy not in routes, routes
+    assert len(set(routes)) == 7, sorted(set(routes))  # every other rank still takes new keys
+    busy_off, routes_off = run(0)
+    assert busy_off == busy  # the heavy conversation's home: the same key, the same slot
+    assert routes_off.count(busy) > 0, routes_off

@@ -12,13 +12,13 @@
 #include <memory>
 #include <nlohmann/json.hpp>
 #include <string>
-#include <unordered_map>
 #include <vector>
 
 #include "routing/affinity_key.hpp"
 #include "routing/cache_estimate.hpp"
 #include "routing/hash64.hpp"
 #include "routing/slot_chooser.hpp"
+#include "routing/work_meter.hpp"
 #include "tests/bench/replay/block_lru.hpp"
 
 namespace dpgate::replay {
@@ -39,10 +39,11 @@ struct Options {
     size_t cache_blocks = 1024;
     double speedup = 1;
     double prefill_tokens_per_s = 50'000;
-    routing::SlotChooserOptions chooser;  // --balance-factor, --slack-requests, --slack-tokens
+    routing::SlotChooserOptions chooser;  // --balance-factor, --slack-requests, --slack-tokens, --work-factor, --work-slack
     size_t shared_prefix_blocks = 0;
     bool estimate = true;  // dpgate: loads in tokens not expected in cache (routing::CacheEstimate)
-    bool sticky_routed_signal = false;  // dpgate-sticky balances prompt tokens routed, not uncached work done
+    double work_window_s = 300;  // dpgate: routing.work_window_s
+    size_t replicas = 1;
     std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
 };
 
@@ -81,6 +82,9 @@ class Policy {
 public:
     virtual ~Policy() = default;
     virtual size_t place(const TraceRequest& request, const SlotState& state) = 0;
+    // The slot computed `uncached_tokens` of the request just placed there
+    // (the gateway learns it from the answer's usage).
+    virtual void computed(size_t /*slot*/, double /*uncached_tokens*/) {}
     virtual nlohmann::json extra() const { return nlohmann::json::object(); }
 };
 
@@ -174,9 +178,13 @@ private:
     double rel_threshold_ = 1.5;
 };
 
-// dpgate: the gateway's own affinityKey + SlotChooser + CacheEstimate. The
-// load it sees is each slot's queued prefill work; this request's cost on a
-// slot is its prompt tokens minus what the estimate expects cached there.
+// dpgate: the gateway's own affinityKey + SlotChooser + CacheEstimate +
+// WorkMeter, used as relay.cpp uses them. The load it sees is each slot's
+// queued prefill work; this request's cost on a slot is its prompt tokens
+// minus what the estimate expects cached there; the work meter is charged
+// that expectation at routing and corrected with what the slot really
+// computed (the gateway corrects from the answer's usage, a response time
+// later; here at once).
 class Dpgate : public Policy {
 public:
     explicit Dpgate(const Options& o)
@@ -184,7 +192,13 @@ public:
           shared_prefix_blocks_(o.shared_prefix_blocks),
           salt_(o.text_salt),
           use_estimate_(o.estimate),
-          uncached_(o.slots) {}
+          speedup_(o.speedup),
+          work_(o.slots, o.work_window_s),
+          slot_indexes_(o.slots),
+          uncached_(o.slots),
+          work_now_(o.slots) {
+        for (size_t s = 0; s < o.slots; ++s) slot_indexes_[s] = s;
+    }
 
     size_t place(const TraceRequest& request, const SlotState& state) override {
         ChatBody body(request.hash_ids, shared_prefix_blocks_, salt_);
@@ -195,14 +209,21 @@ public:
             estimate_.uncachedTokens(key, chooser_, request.input_tokens, uncached_);
         else
             std::fill(uncached_.begin(), uncached_.end(), request.input_tokens);
-        size_t chosen = chooser_.choose({key, state.queued_tokens, uncached_, request.input_tokens});
+        now_s_ = request.timestamp_ms / speedup_ / 1000.0;
+        work_.values(slot_indexes_, now_s_, work_now_);
+        routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_,
+                                    estimate_.lastSlot(key, chooser_)};
+        size_t chosen = chooser_.choose(route);
+        charged_ = uncached_[chosen];
+        work_.add(chosen, charged_, now_s_);
         estimate_.record(key, chooser_.slotId(chosen), request.input_tokens);
-        if (chosen != chooser_.rendezvousOrder(key).front()) ++spilled_;
+        if (chosen != chooser_.rendezvousOrder(key).front()) ++left_home_;
         return chosen;
     }
 
-    nlohmann::json extra() const override { return {{"spilled", spilled_}}; }
-    const routing::SlotChooser& chooser() const { return chooser_; }
+    void computed(size_t slot, double uncached_tokens) override { work_.add(slot, uncached_tokens - charged_, now_s_); }
+
+    nlohmann::json extra() const override { return {{"left_home", left_home_}}; }
 
 private:
     // 8 DP ranks per backend, as on a 950DT container.
@@ -216,55 +237,13 @@ private:
     size_t shared_prefix_blocks_;
     std::string salt_;
     bool use_estimate_;
+    double speedup_;
     routing::CacheEstimate estimate_;
-    std::vector<double> uncached_;
-    size_t spilled_ = 0;
-};
-
-// Experiment, not what the gateway does: dpgate plus an affinity table.
-// A key seen for the first time goes to the less-worked of its top two
-// rendezvous choices; a known key stays where it went last unless that slot
-// is over the bound. Balances cumulative work like cache-aware, but two
-// replicas no longer agree on new keys.
-class DpgateSticky : public Policy {
-public:
-    explicit DpgateSticky(const Options& o) : inner_(o), o_(o) {}
-
-    size_t place(const TraceRequest& request, const SlotState& state) override {
-        ChatBody body(request.hash_ids, o_.shared_prefix_blocks, o_.text_salt);
-        routing::AffinityInput input;
-        input.conversation = body.view;
-        uint64_t key = routing::affinityKey(input).key;
-        const routing::SlotChooser& chooser = inner_.chooser();
-        double bound = chooser.loadBound(state.queued_tokens, request.input_tokens);
-        auto known = table_.find(key);
-        if (routed_tokens_.empty()) routed_tokens_.assign(chooser.size(), 0.0);
-        if (known != table_.end() && state.queued_tokens[known->second] <= bound) {
-            routed_tokens_[known->second] += request.input_tokens;
-            return known->second;
-        }
-        std::vector<size_t> pref = chooser.preference(key, state.queued_tokens, request.input_tokens);
-        size_t chosen = pref[0];
-        if (known == table_.end() && pref.size() > 1 && state.queued_tokens[pref[1]] <= bound &&
-            work(state, pref[1]) < work(state, pref[0]))
-            chosen = pref[1];
-        table_[key] = chosen;
-        routed_tokens_[chosen] += request.input_tokens;
-        return chosen;
-    }
-
-private:
-    Dpgate inner_;
-    Options o_;
-    // Uncached prefill work done per slot: the gateway learns it from usage
-    // (prompt_tokens - cached_tokens). The routed signal is what it knows at
-    // routing time without waiting for responses: prompt tokens sent.
-    double work(const SlotState& state, size_t slot) const {
-        return o_.sticky_routed_signal ? routed_tokens_[slot] : state.done_tokens[slot];
-    }
-
-    std::unordered_map<uint64_t, size_t> table_;
-    std::vector<double> routed_tokens_;
+    routing::WorkMeter work_;
+    std::vector<size_t> slot_indexes_;
+    std::vector<double> uncached_, work_now_;
+    double now_s_ = 0, charged_ = 0;
+    size_t left_home_ = 0;
 };
 
 std::unique_ptr<Policy> makePolicy(const Options& o) {
@@ -273,7 +252,6 @@ std::unique_ptr<Policy> makePolicy(const Options& o) {
     if (o.policy == "first-block-hash") return std::make_unique<FirstBlockHash>(o.slots, o);
     if (o.policy == "cache-aware") return std::make_unique<CacheAware>(o.slots);
     if (o.policy == "dpgate") return std::make_unique<Dpgate>(o);
-    if (o.policy == "dpgate-sticky") return std::make_unique<DpgateSticky>(o);
     return nullptr;
 }
 
@@ -300,28 +278,50 @@ std::vector<TraceRequest> readTrace(const std::string& path, size_t shared_prefi
 }
 
 nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
-    auto policy = makePolicy(o);
-    if (!policy) throw std::runtime_error("unknown policy " + o.policy);
+    // --replicas R: R gateways, each with its own policy state, share the
+    // slots; each request reaches one of them at random (a client-side load
+    // balancer does not know conversations). A gateway sees only its own
+    // in-flight requests and the work it sent.
+    std::vector<std::unique_ptr<Policy>> policies;
+    for (size_t r = 0; r < o.replicas; ++r) {
+        policies.push_back(makePolicy(o));
+        if (!policies.back()) throw std::runtime_error("unknown policy " + o.policy);
+    }
     std::vector<BlockLru> caches(o.slots, BlockLru(o.cache_blocks));
     BlockLru bound_cache(o.slots * o.cache_blocks);
-    // Finish times of the prefills each slot's FIFO has accepted.
-    std::vector<std::vector<double>> finishes(o.slots);
+    // The prefills each slot's FIFO has accepted and not finished: who sent
+    // them, when they start and finish.
+    struct Prefill {
+        size_t replica;
+        double start_ms, finish_ms;
+    };
+    std::vector<std::vector<Prefill>> prefills(o.slots);
     std::vector<double> free_at_ms(o.slots, 0), work_tokens(o.slots, 0);
     std::vector<double> ttft_ms;
     double wait_ms_total = 0;  // the queueing part of TTFT; the rest is the request's own uncached prefill
     double prompt_blocks = 0, cached_blocks = 0, bound_cached_blocks = 0;
     const double tokens_per_ms = o.prefill_tokens_per_s / 1000.0;
 
-    SlotState state{std::vector<double>(o.slots), std::vector<size_t>(o.slots), std::vector<double>(o.slots), &caches};
+    std::vector<SlotState> states;
+    for (size_t r = 0; r < o.replicas; ++r)
+        states.push_back({std::vector<double>(o.slots), std::vector<size_t>(o.slots), std::vector<double>(o.slots), &caches});
+    uint64_t index = 0;
     for (const TraceRequest& request : trace) {
         double now_ms = request.timestamp_ms / o.speedup;
+        size_t replica = o.replicas == 1 ? 0 : size_t(routing::mix64(index++ ^ 0x5eed) % o.replicas);
+        SlotState& state = states[replica];
         for (size_t s = 0; s < o.slots; ++s) {
-            state.queued_tokens[s] = std::max(0.0, free_at_ms[s] - now_ms) * tokens_per_ms;
-            auto& f = finishes[s];
-            f.erase(std::remove_if(f.begin(), f.end(), [&](double t) { return t <= now_ms; }), f.end());
-            state.queued_requests[s] = f.size();
+            auto& f = prefills[s];
+            f.erase(std::remove_if(f.begin(), f.end(), [&](const Prefill& p) { return p.finish_ms <= now_ms; }),
+                    f.end());
+            double queued_ms = 0;
+            size_t queued = 0;
+            for (const Prefill& p : f)
+                if (p.replica == replica) queued_ms += p.finish_ms - std::max(p.start_ms, now_ms), ++queued;
+            state.queued_tokens[s] = queued_ms * tokens_per_ms;
+            state.queued_requests[s] = queued;
         }
-        size_t slot = policy->place(request, state);
+        size_t slot = policies[replica]->place(request, state);
 
         size_t hits = caches[slot].prefixHits(request.hash_ids);
         caches[slot].touch(request.hash_ids);
@@ -333,8 +333,9 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         double uncached = std::max(0.0, request.input_tokens - double(hits) * block_tokens);
         double start_ms = std::max(now_ms, free_at_ms[slot]);
         free_at_ms[slot] = start_ms + uncached / tokens_per_ms;
-        finishes[slot].push_back(free_at_ms[slot]);
+        prefills[slot].push_back({replica, start_ms, free_at_ms[slot]});
         work_tokens[slot] += uncached;
+        policies[replica]->computed(slot, uncached);
         state.done_tokens[slot] += uncached;
         ttft_ms.push_back(free_at_ms[slot] - now_ms);
         wait_ms_total += start_ms - now_ms;
@@ -366,7 +367,14 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         {"wait_mean_ms", round3(wait_ms_total / double(std::max<size_t>(1, trace.size())))},
         {"work_imbalance", round3(work_mean > 0 ? work_max / work_mean : 0)},
     };
-    out.update(policy->extra());
+    out["replicas"] = o.replicas;
+    nlohmann::json extra = policies.front()->extra();
+    for (size_t r = 1; r < policies.size(); ++r) {
+        const nlohmann::json more = policies[r]->extra();
+        for (const auto& [name, value] : more.items())
+            if (value.is_number()) extra[name] = extra[name].get<double>() + value.get<double>();
+    }
+    out.update(extra);
     if (std::getenv("DPGATE_REPLAY_DEBUG")) out["work_tokens"] = work_tokens;
     return out;
 }
@@ -376,9 +384,10 @@ int usage() {
                  "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
                  "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
                  "[--slack-requests S] [--slack-tokens T]\n"
-                 "                     [--shared-prefix-blocks K] [--text-salt S] [--sticky-signal uncached|routed]\n"
+                 "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--replicas R]\n"
+                 "                     [--shared-prefix-blocks K] [--text-salt S]\n"
                  "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
-                 "policies: round-robin least-loaded first-block-hash cache-aware dpgate dpgate-sticky (experiment)\n");
+                 "policies: round-robin least-loaded first-block-hash cache-aware dpgate\n");
     return 2;
 }
 
@@ -417,12 +426,18 @@ int main(int argc, char** argv) {
                 o.estimate = value != "0";
             else if (arg == "--text-salt")
                 o.text_salt = value;
-            else if (arg == "--sticky-signal")
-                o.sticky_routed_signal = value == "routed";
+            else if (arg == "--work-factor")
+                o.chooser.work_factor = std::stod(value);
+            else if (arg == "--work-slack")
+                o.chooser.work_slack_tokens = std::stod(value);
+            else if (arg == "--work-window-s")
+                o.work_window_s = std::stod(value);
+            else if (arg == "--replicas")
+                o.replicas = std::stoul(value);
             else
                 return usage();
         }
-        if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.prefill_tokens_per_s <= 0) return usage();
+        if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.replicas == 0 || o.prefill_tokens_per_s <= 0) return usage();
         auto trace = readTrace(o.trace_path, o.shared_prefix_blocks);
         std::cout << run(o, trace).dump() << "\n";
     } catch (const std::exception& e) {

@@ -313,5 +313,15 @@ TEST(ConfigErrors, CarryKeyPathLineAndDetailSeparately) {
     }
 }
 
+TEST(ConfigErrors, WorkBalanceFactorIsOffOrAtLeastOne) {
+    const std::string b = minimal_backends;
+    EXPECT_EQ(errorOf("routing:\n  work_balance_factor: 0.5\n" + b),
+              "conf: routing.work_balance_factor: line 2: must be 0 (off) or between 1 and 100, got 0.5");
+    EXPECT_EQ(errorOf("routing:\n  work_balance_factor: 0\n" + b), "no error");
+    EXPECT_EQ(errorOf("routing:\n  work_balance_factor: 1.05\n" + b), "no error");
+    EXPECT_EQ(errorOf("routing:\n  work_window_ms: 10\n" + b),
+              "conf: routing.work_window_ms: line 2: must be between 1000 and 86400000 ms, got 10");
+}
+
 }  // namespace
 }  // namespace dpgate::conf

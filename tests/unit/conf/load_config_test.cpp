@@ -38,7 +38,8 @@ TEST(LoadConfig, ReadsEverySection) {
                                "  max_images: 0\n"
                                "  tokenizer: tok/tokenizer.json\n"
                                "limits: {max_connections: 5, upstream_max_idle_connections: 0, max_header_count: 7}\n"
-                               "routing: {mode: active-active, session_header: X-Conv, balance_factor: 2.5}\n"
+                               "routing: {mode: active-active, session_header: X-Conv, balance_factor: 2.5, work_balance_factor: 1.1,\n"
+                               "          work_slack_tokens: 0, work_window_ms: 60000}\n"
                                "health: {interval_ms: 1s, timeout_ms: 300, fall: 1, rise: 5}\n"
                                "backends:\n"
                                "  - name: gpu-a\n"
@@ -71,6 +72,9 @@ TEST(LoadConfig, ReadsEverySection) {
     EXPECT_EQ(config.routing.mode, RoutingMode::active_active);
     EXPECT_EQ(config.routing.session_header, "X-Conv");
     EXPECT_DOUBLE_EQ(config.routing.balance_factor, 2.5);
+    EXPECT_DOUBLE_EQ(config.routing.work_balance_factor, 1.1);
+    EXPECT_EQ(config.routing.work_slack_tokens, 0u);
+    EXPECT_EQ(config.routing.work_window_ms, 60'000u);
     EXPECT_EQ(config.health.interval_ms, 1000u);
     EXPECT_EQ(config.health.timeout_ms, 300u);
     EXPECT_EQ(config.health.fall, 1u);

@@ -48,7 +48,7 @@ INSTANTIATE_TEST_SUITE_P(
                        "upstream_max_idle_connections, upstream_idle_timeout_ms, relay_buffer_bytes, drain_timeout_ms"},
         UnknownKeyCase{"routing:\n  strategy: x\n" + b,
                        "conf: routing.strategy: line 2: unknown key; expected one of: mode, session_header, "
-                       "balance_factor"},
+                       "balance_factor, work_balance_factor, work_slack_tokens, work_window_ms"},
         UnknownKeyCase{"health:\n  path: /health\n" + b,
                        "conf: health.path: line 2: unknown key; expected one of: interval_ms, timeout_ms, fall, rise"},
         UnknownKeyCase{"backends:\n  - name: a\n    url: http://h:1\n    weight: 2\n",

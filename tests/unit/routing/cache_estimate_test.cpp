@@ -82,3 +82,17 @@ TEST(CacheEstimate, SlotIdentityOutlivesTableRebuilds) {
     EXPECT_EQ(uncached[1], 1'000);
     EXPECT_EQ(SlotChooser::slotIdOf({7, "standby", 1}), both.slotId(3));
 }
+
+TEST(CacheEstimate, LastSlotNamesWhereTheKeyWentLastIfThatSlotIsInTheTable) {
+    CacheEstimate estimate;
+    SlotChooser chooser = eightRanks();
+    EXPECT_EQ(estimate.lastSlot(5, chooser), std::nullopt);
+    estimate.record(5, chooser.slotId(2), 3'000);
+    EXPECT_EQ(estimate.lastSlot(5, chooser), 2u);
+    estimate.record(5, chooser.slotId(6), 3'500);
+    EXPECT_EQ(estimate.lastSlot(5, chooser), 6u);
+    // After failover the table holds the standby's ranks: not there, unknown.
+    std::vector<Slot> standby;
+    for (uint32_t r = 0; r < 8; ++r) standby.push_back({1, "standby", r});
+    EXPECT_EQ(estimate.lastSlot(5, SlotChooser(standby)), std::nullopt);
+}

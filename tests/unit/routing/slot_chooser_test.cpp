@@ -214,7 +214,7 @@ TEST(SlotChooser, HomeWithinTheBoundIgnoresLoadsAndCosts) {
             others += loads[s];
         }
         loads[home] = 1.25 * others / 16;  // at most the bound, which also counts home's own load
-        EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000}), home);
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000, {}, std::nullopt}), home);
     }
 }
 
@@ -227,10 +227,10 @@ TEST(SlotChooser, CachedTurnStaysOnAnOverloadedHomeWhileLeavingCostsMore) {
     // bound = 1.25 x 21'000 / 8 + 0.25 x 30'000 + 2'048 = 12'829: home is over
     // it, but 20'000 + 1'000 there beats 0 + 30'000 anywhere else.
     loads[home] = 20'000;
-    EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000}), home);
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 30'000, {}, std::nullopt}), home);
     // 40'000 + 1'000 no longer does.
     loads[home] = 40'000;
-    size_t away = chooser.choose({k, loads, uncached, 30'000});
+    size_t away = chooser.choose({k, loads, uncached, 30'000, {}, std::nullopt});
     EXPECT_NE(away, home);
     EXPECT_EQ(away, chooser.rendezvousOrder(k)[1]);  // every other slot idle: rendezvous order decides
 }
@@ -245,8 +245,8 @@ TEST(SlotChooser, OverloadedHomeSendsAFreshRequestWhereItFinishesFirst) {
         loads[order[1]] = 5'000;
         loads[order[2]] = 0;
         // bound = 1.25 x 64'000 / 8 + 1'000 + 2'048 = 13'048: only home is over.
-        EXPECT_EQ(chooser.choose({k, loads, uncached, 4'000}), order[2]);
-        auto pref = chooser.preference({k, loads, uncached, 4'000});
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 4'000, {}, std::nullopt}), order[2]);
+        auto pref = chooser.preference({k, loads, uncached, 4'000, {}, std::nullopt});
         EXPECT_EQ(pref.front(), order[2]);
         EXPECT_EQ(pref.back(), order[0]);
     }
@@ -259,11 +259,13 @@ TEST(SlotChooser, SpilledConversationFollowsItsPrefixUntilHomeRecovers) {
     std::vector<double> loads(8, 0.0), uncached(8, 20'000.0);
     uncached[order[3]] = 1'000;  // its last turn spilled to its fourth choice
     loads[order[0]] = 40'000;
-    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000}), order[3]);
-    // Home drained: back home, as every replica would send it, though the
-    // freshest prefix is elsewhere.
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000, {}, std::nullopt}), order[3]);
+    // Home drained: a chooser not told where the key went last sends it
+    // back home, as a replica that never saw it would, though the freshest
+    // prefix is elsewhere (AKnownKeyStaysOnTheSlotThatServedItLast: the
+    // gateway that did see it keeps it there).
     loads[order[0]] = 0;
-    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000}), order[0]);
+    EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000, {}, std::nullopt}), order[0]);
 }
 
 TEST(SlotChooser, SlackIsSmallButANearlyIdleHomeKeepsItsKeys) {
@@ -274,13 +276,13 @@ TEST(SlotChooser, SlackIsSmallButANearlyIdleHomeKeepsItsKeys) {
         for (double prompt : {1.0, 1'000.0, 100'000.0}) {
             std::vector<double> loads(8, 0.0), uncached(8, prompt);
             loads[home] = 2'048;  // up to slack_tokens queued at home: never a spill
-            EXPECT_EQ(chooser.choose({k, loads, uncached, prompt}), home);
+            EXPECT_EQ(chooser.choose({k, loads, uncached, prompt, {}, std::nullopt}), home);
         }
         // One 60k-token prefill queued at home, every other slot idle: a
         // fresh 1k-token request would wait 1.2 s at 50k tokens/s. Spill.
         std::vector<double> loads(8, 0.0), uncached(8, 1'000.0);
         loads[home] = 60'000;
-        EXPECT_NE(chooser.choose({k, loads, uncached, 1'000}), home);
+        EXPECT_NE(chooser.choose({k, loads, uncached, 1'000, {}, std::nullopt}), home);
     }
 }
 
@@ -292,11 +294,90 @@ TEST(SlotChooser, RouteRequestPreferenceIsAPermutationLedByChoose) {
         uncached.push_back(double((s * 104729) % 7) * 3000);
     }
     for (int i = 0; i < 1000; ++i) {
-        RouteRequest request{keyOf(i), loads, uncached, 20'000};
+        RouteRequest request{keyOf(i), loads, uncached, 20'000, {}, std::nullopt};
         auto pref = chooser.preference(request);
         EXPECT_EQ(pref.front(), chooser.choose(request));
         auto sorted = pref;
         std::sort(sorted.begin(), sorted.end());
         for (size_t s = 0; s < sorted.size(); ++s) ASSERT_EQ(sorted[s], s);
+    }
+}
+
+TEST(SlotChooser, AKnownKeyStaysOnTheSlotThatServedItLast) {
+    // A conversation that once spilled keeps its prefix where it went: the
+    // gateway passes that slot (CacheEstimate::lastSlot) and the chooser
+    // stays there while it is within the in-flight bound, even once home is
+    // idle again.
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    for (int i = 0; i < 100; ++i) {
+        uint64_t k = keyOf(i);
+        auto order = chooser.rendezvousOrder(k);
+        std::vector<double> loads(8, 0.0), uncached(8, 20'000.0), work(8, 0.0);
+        uncached[order[3]] = 1'000;
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000, work, order[3]}), order[3]);
+        // Not known: home, as every replica would send it.
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 20'000, work, std::nullopt}), order[0]);
+        // Its slot overloaded and leaving cheaper: the in-flight rule still applies.
+        loads[order[3]] = 200'000;
+        size_t away = chooser.choose({k, loads, uncached, 20'000, work, order[3]});
+        EXPECT_NE(away, order[3]);
+        EXPECT_EQ(away, order[0]);  // every other slot idle and equally uncached: rendezvous order
+    }
+}
+
+TEST(SlotChooser, ANewKeyAvoidsAHomeThatDidMoreThanItsShareOfRecentWork) {
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));  // work_factor 1.0, work_slack_tokens 16'384
+    for (int i = 0; i < 300; ++i) {
+        uint64_t k = keyOf(i);
+        auto order = chooser.rendezvousOrder(k);
+        std::vector<double> loads(16, 0.0), uncached(16, 5'000.0), work(16, 10'000.0);
+        // mean = (100'000 + 15 x 10'000) / 16 = 15'625; bound = 32'009.
+        work[order[0]] = 100'000;
+        EXPECT_EQ(chooser.anchor({k, loads, uncached, 5'000, work, std::nullopt}), order[1]);
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 5'000, work, std::nullopt}), order[1]);
+        // Among the slots within the work bound, the least loaded.
+        loads[order[1]] = 1'000;
+        loads[order[2]] = 500;
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 5'000, work, std::nullopt}), order[3]);
+        // Home's excess within the slack: home.
+        work[order[0]] = 25'000;  // mean 10'938, bound 27'322
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 5'000, work, std::nullopt}), order[0]);
+        // Turned off: home whatever the work.
+        SlotChooser off(slotsOf({"a", "b"}, 8), {.work_factor = 0});
+        work[order[0]] = 1e9;
+        EXPECT_EQ(off.choose({k, loads, uncached, 5'000, work, std::nullopt}), order[0]);
+    }
+}
+
+TEST(SlotChooser, ANearlyIdleSystemSendsEveryNewKeyHome) {
+    // The replicas' agreement: work spread within the slack and homes with at
+    // most the in-flight slack queued, whatever else the slots carry.
+    SlotChooser chooser(slotsOf({"a", "b"}, 8));
+    uint64_t seed = 3;
+    auto next = [&seed](double max) { return double((seed = mix64(seed)) % 1000) / 1000.0 * max; };
+    for (int i = 0; i < 1000; ++i) {
+        uint64_t k = keyOf(i);
+        size_t home = chooser.rendezvousOrder(k).front();
+        std::vector<double> loads(16), uncached(16, 3'000.0), work(16);
+        for (size_t s = 0; s < 16; ++s) {
+            loads[s] = s == home ? next(2'048 + 0.25 * 3'000) : next(2'000);
+            work[s] = next(16'384);  // home is at most 16'384 over any mean
+        }
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 3'000, work, std::nullopt}), home);
+    }
+}
+
+TEST(SlotChooser, ABusyHomeSendsANewKeyToTheLeastLoadedSlot) {
+    SlotChooser chooser(slotsOf({"a"}, 8));
+    for (int i = 0; i < 100; ++i) {
+        uint64_t k = keyOf(i);
+        auto order = chooser.rendezvousOrder(k);
+        std::vector<double> loads(8, 4'000.0), uncached(8, 1'000.0), work(8, 0.0);
+        loads[order[5]] = 100;
+        // Home holds 4'000 queued tokens, over 2'048 + 250 of slack but far
+        // under the in-flight bound (1.25 x 33'000 / 8 + 2'298): only a new
+        // key moves.
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 1'000, work, std::nullopt}), order[5]);
+        EXPECT_EQ(chooser.choose({k, loads, uncached, 1'000, work, order[0]}), order[0]);
     }
 }
