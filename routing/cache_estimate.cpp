@@ -8,13 +8,30 @@
 namespace dpgate::routing {
 
 CacheEstimate::CacheEstimate(size_t capacity_keys)
-    : entries_(std::bit_ceil(std::max<size_t>(capacity_keys, 1))), mask_(entries_.size() - 1) {}
+    : entries_(std::bit_ceil(std::max(capacity_keys, kSetKeys))),
+      set_mask_(entries_.size() / kSetKeys - 1) {}
 
 const CacheEstimate::Entry* CacheEstimate::find(uint64_t key) const {
-    // Direct-mapped: a colliding key overwrites (forgets) the older one,
-    // which is the safe direction for an estimate of what is cached.
-    const Entry& e = entries_[mix64(key) & mask_];
-    return e.used && e.key == key ? &e : nullptr;
+    const Entry* set = &entries_[setOf(key) * kSetKeys];
+    for (size_t i = 0; i < kSetKeys; ++i)
+        if (set[i].stamp != 0 && set[i].key == key) return &set[i];
+    return nullptr;
+}
+
+CacheEstimate::Entry& CacheEstimate::entryFor(uint64_t key) {
+    // A full set forgets the key recorded least recently: forgetting only
+    // makes the estimate expect less cached (and the chooser treat the key
+    // as new), which is the safe direction. Direct mapping forgot too much:
+    // 2,224 conversations in 65,536 entries collide ~38 times, and a
+    // forgotten conversation can be placed away from its prefix.
+    Entry* set = &entries_[setOf(key) * kSetKeys];
+    Entry* victim = &set[0];
+    for (size_t i = 0; i < kSetKeys; ++i) {
+        if (set[i].stamp != 0 && set[i].key == key) return set[i];
+        if (set[i].stamp < victim->stamp) victim = &set[i];
+    }
+    *victim = Entry{key, 0, {}};
+    return *victim;
 }
 
 double CacheEstimate::cachedTokens(uint64_t key, uint64_t slot_id, double prompt_tokens) const {
@@ -54,8 +71,8 @@ std::optional<size_t> CacheEstimate::lastSlot(uint64_t key, const SlotChooser& c
 
 void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {
     std::lock_guard lock(stripeOf(key));
-    Entry& e = entries_[mix64(key) & mask_];
-    if (!e.used || e.key != key) e = Entry{key, true, {}};
+    Entry& e = entryFor(key);
+    e.stamp = clock_.fetch_add(1, std::memory_order_relaxed) + 1;
     if (e.ways[0].slot_id != slot_id) e.ways[1] = e.ways[0];
     e.ways[0] = {slot_id, prompt_tokens};
 }

@@ -16,6 +16,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <array>
+#include <atomic>
 #include <mutex>
 #include <optional>
 #include <span>
@@ -28,8 +29,9 @@ namespace dpgate::routing {
 
 class CacheEstimate {
 public:
-    // Room for `capacity_keys` conversations (rounded up to a power of two),
-    // 48 bytes each: the default 65,536 keys is 3 MiB.
+    // Room for `capacity_keys` conversations (rounded up to a power of two,
+    // at least 4), 56 bytes each: the default 65,536 keys is 3.5 MiB. Keys
+    // live in sets of 4; a full set forgets the key recorded least recently.
     explicit CacheEstimate(size_t capacity_keys = size_t{1} << 16);
 
     // Prompt tokens of a request of `prompt_tokens` for `key` expected in
@@ -56,19 +58,23 @@ private:
     };
     struct Entry {
         uint64_t key = 0;
-        bool used = false;
+        uint64_t stamp = 0;  // 0: unused; else when it was last recorded
         Way ways[2];
     };
+    static constexpr size_t kSetKeys = 4;
 
     const Entry* find(uint64_t key) const;
+    Entry& entryFor(uint64_t key);  // the key's entry, or the one it replaces
 
     // Entries are guarded in stripes (by table index), so the workers'
     // lookups for different conversations do not queue on one lock.
     static constexpr size_t kStripes = 64;
-    std::mutex& stripeOf(uint64_t key) const { return stripes_[(mix64(key) & mask_) % kStripes]; }
+    size_t setOf(uint64_t key) const { return size_t(mix64(key) & set_mask_); }
+    std::mutex& stripeOf(uint64_t key) const { return stripes_[setOf(key) % kStripes]; }
     mutable std::array<std::mutex, kStripes> stripes_;
-    std::vector<Entry> entries_;
-    uint64_t mask_;
+    std::vector<Entry> entries_;  // set s is entries_[s * kSetKeys, (s + 1) * kSetKeys)
+    uint64_t set_mask_;
+    std::atomic<uint64_t> clock_{0};
 };
 
 }  // namespace dpgate::routing

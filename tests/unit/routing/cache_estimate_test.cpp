@@ -58,15 +58,34 @@ TEST(CacheEstimate, RemembersHomeAndTheSlotItSpilledTo) {
     EXPECT_EQ(estimate.cachedTokens(42, chooser.slotId(6), 16'000), 15'000);
 }
 
-TEST(CacheEstimate, ACollidingKeyIsForgottenNotConfused) {
-    // One entry: the second key overwrites the first. Forgetting only makes
-    // the estimate expect less cached; it never credits one conversation
-    // with another's prefix.
+TEST(CacheEstimate, AFullSetForgetsTheKeyRecordedLeastRecentlyNeverConfusesThem) {
+    // One set of 4: a fifth key replaces the one recorded least recently.
+    // Forgetting only makes the estimate expect less cached; it never
+    // credits one conversation with another's prefix.
     CacheEstimate estimate(1);
-    estimate.record(1, 100, 8'000);
-    estimate.record(2, 100, 9'000);
-    EXPECT_EQ(estimate.cachedTokens(1, 100, 10'000), 0);
-    EXPECT_EQ(estimate.cachedTokens(2, 100, 10'000), 9'000);
+    for (uint64_t k = 1; k <= 4; ++k) estimate.record(k, 100, 1'000.0 * double(k));
+    estimate.record(1, 100, 8'000);  // key 1 is recent again: key 2 is now the oldest
+    estimate.record(5, 100, 9'000);
+    EXPECT_EQ(estimate.cachedTokens(2, 100, 10'000), 0);
+    EXPECT_EQ(estimate.cachedTokens(1, 100, 10'000), 8'000);
+    EXPECT_EQ(estimate.cachedTokens(3, 100, 10'000), 3'000);
+    EXPECT_EQ(estimate.cachedTokens(4, 100, 10'000), 4'000);
+    EXPECT_EQ(estimate.cachedTokens(5, 100, 10'000), 9'000);
+}
+
+TEST(CacheEstimate, ThousandsOfConversationsAreRemembered) {
+    // 4,000 keys in the default 65,536 entries: a direct-mapped table would
+    // forget about one in 33 (4,000^2 / 2 / 65,536 = 122 collisions); sets
+    // of 4 forget a key only when a fifth lands in its set.
+    CacheEstimate estimate;
+    for (uint64_t k = 0; k < 4'000; ++k) estimate.record(mix64(k + 1), 7, 100 + double(k));
+    int forgotten = 0;
+    for (uint64_t k = 0; k < 4'000; ++k) {
+        double cached = estimate.cachedTokens(mix64(k + 1), 7, 1e9);
+        if (cached == 0) ++forgotten;
+        else EXPECT_EQ(cached, 100 + double(k));  // never another key's
+    }
+    EXPECT_LE(forgotten, 2);
 }
 
 TEST(CacheEstimate, SlotIdentityOutlivesTableRebuilds) {
