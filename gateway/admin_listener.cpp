@@ -4,6 +4,7 @@
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
 #include "gateway/server.hpp"
+#include "routing/work_meter.hpp"
 
 #include <nlohmann/json.hpp>
 
@@ -137,8 +138,7 @@ http::response<http::string_body> AdminListener::status() const {
                               backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)},
                              {"recent_prefill_tokens",
                               std::llround(backends.workMeter().value(
-                                  backends.loadIndex(index, r),
-                                  std::chrono::duration<double>(now.time_since_epoch()).count()))},
+                                  backends.loadIndex(index, r), routing::meterSeconds(now)))},
                              {"running", optionalNumber(row ? row->running : std::nullopt)},
                              {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
                              {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},

@@ -25,9 +25,9 @@ BackendRegistry::BackendRegistry(const conf::Config& config)
     : model_id_(config.model.id),
       configured_window_(config.model.window_tokens),
       mode_(config.routing.mode),
+      chooser_options_(chooserOptions(config.routing)),
       public_window_(config.model.window_tokens),
       work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0) {
-    chooser_options_ = chooserOptions(config.routing);
     size_t slots = 0;
     for (const auto& b : config.backends) {
         Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), b.role, false, 0, {}, {}};

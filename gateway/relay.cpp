@@ -31,10 +31,6 @@ struct Relay::ClientWatch {
 
 namespace {
 
-double secondsNow() {
-    return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-}
-
 bool isConnectionDrop(const error_code& ec) {
     return ec == http::error::end_of_stream || ec == net::error::eof || ec == net::error::connection_reset ||
            ec == net::error::broken_pipe || ec == net::error::connection_aborted;
@@ -201,15 +197,15 @@ awaitable<bool> Relay::run() {
     const double prompt_tokens = double(admitted.prompt_tokens);
     routing::CacheEstimate& cache_estimate = backends.cacheEstimate();
     std::vector<double> uncached(table->chooser.size());
-    cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
+    const std::optional<size_t> last_slot = cache_estimate.uncachedTokens(key.key, table->chooser, prompt_tokens, uncached);
     // New conversations avoid ranks that did more than their share of the
     // recent prefill work; known ones stay on the rank that served them last.
     routing::WorkMeter& work_meter = backends.workMeter();
-    const double now_s = std::chrono::duration<double>(started_.time_since_epoch()).count();
+    const double now_s = routing::meterSeconds(started_);
     std::vector<double> work(table->chooser.size());
     work_meter.values(table->load_index, now_s, work);
-    std::vector<size_t> preference = table->chooser.preference(
-        {key.key, loads, uncached, prompt_tokens, work, cache_estimate.lastSlot(key.key, table->chooser)});
+    std::vector<size_t> preference =
+        table->chooser.preference({key.key, loads, uncached, prompt_tokens, work, last_slot});
 
     // Watching the client costs a coroutine and an epoll re-arm per request;
     // it pays where a hang-up would otherwise leave the backend working for
@@ -562,7 +558,8 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     if (record_.usage && work_slot_ != SIZE_MAX) {
         // What the rank really computed replaces what was expected.
         const double computed = double(record_.usage->prompt_tokens) - double(record_.usage->cached_prompt_tokens);
-        session_.worker().server().backends().workMeter().add(work_slot_, computed - work_charged_, secondsNow());
+        session_.worker().server().backends().workMeter().add(work_slot_, computed - work_charged_,
+                                                               routing::meterSeconds(std::chrono::steady_clock::now()));
         work_charged_ = computed;
     }
     if (record_.usage && slot_metrics) {

@@ -43,8 +43,15 @@ double CacheEstimate::cachedTokens(uint64_t key, uint64_t slot_id, double prompt
     return 0;
 }
 
-void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens,
-                                   std::span<double> out) const {
+std::optional<size_t> CacheEstimate::lastSlotOf(const Entry* e, const SlotChooser& chooser) {
+    if (!e || e->ways[0].tokens <= 0) return std::nullopt;
+    for (size_t s = 0; s < chooser.size(); ++s)
+        if (chooser.slotId(s) == e->ways[0].slot_id) return s;
+    return std::nullopt;
+}
+
+std::optional<size_t> CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens,
+                                                    std::span<double> out) const {
     std::lock_guard lock(stripeOf(key));
     const Entry* e = find(key);
     for (size_t s = 0; s < chooser.size(); ++s) {
@@ -54,19 +61,12 @@ void CacheEstimate::uncachedTokens(uint64_t key, const SlotChooser& chooser, dou
                 if (way.tokens > 0 && way.slot_id == chooser.slotId(s)) cached = std::min(way.tokens, prompt_tokens);
         out[s] = prompt_tokens - cached;
     }
+    return lastSlotOf(e, chooser);
 }
 
 std::optional<size_t> CacheEstimate::lastSlot(uint64_t key, const SlotChooser& chooser) const {
-    uint64_t slot_id = 0;
-    {
-        std::lock_guard lock(stripeOf(key));
-        const Entry* e = find(key);
-        if (!e || e->ways[0].tokens <= 0) return std::nullopt;
-        slot_id = e->ways[0].slot_id;
-    }
-    for (size_t s = 0; s < chooser.size(); ++s)
-        if (chooser.slotId(s) == slot_id) return s;
-    return std::nullopt;
+    std::lock_guard lock(stripeOf(key));
+    return lastSlotOf(find(key), chooser);
 }
 
 void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {

@@ -39,8 +39,10 @@ public:
     double cachedTokens(uint64_t key, uint64_t slot_id, double prompt_tokens) const;
 
     // For every slot of `chooser`: this request's prompt tokens not expected
-    // in cache there. `out` has chooser.size() entries.
-    void uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens, std::span<double> out) const;
+    // in cache there. `out` has chooser.size() entries. Returns lastSlot()
+    // from the same lookup (the chooser wants both).
+    std::optional<size_t> uncachedTokens(uint64_t key, const SlotChooser& chooser, double prompt_tokens,
+                                         std::span<double> out) const;
 
     // The index in `chooser` of the slot the key's last request went to, if
     // the key is known and that slot is in the table.
@@ -64,6 +66,7 @@ private:
     static constexpr size_t kSetKeys = 4;
 
     const Entry* find(uint64_t key) const;
+    static std::optional<size_t> lastSlotOf(const Entry* e, const SlotChooser& chooser);
     Entry& entryFor(uint64_t key);  // the key's entry, or the one it replaces
 
     // Entries are guarded in stripes (by table index), so the workers'

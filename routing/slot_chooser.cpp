@@ -64,6 +64,8 @@ double SlotChooser::loadBound(const RouteRequest& request, size_t home_slot) con
 }
 
 size_t SlotChooser::anchor(const RouteRequest& request) const {
+    assert(!slots_.empty() && request.loads.size() == slots_.size() &&
+           request.uncached_tokens.size() == slots_.size());
     if (request.last_slot && *request.last_slot < slots_.size()) return *request.last_slot;
     const size_t h = home(request.key);
     const auto& work = request.work;
@@ -90,18 +92,19 @@ size_t SlotChooser::anchor(const RouteRequest& request) const {
 }
 
 size_t SlotChooser::choose(const RouteRequest& request) const {
-    assert(!slots_.empty() && request.loads.size() == slots_.size() &&
-           request.uncached_tokens.size() == slots_.size());
-    const size_t h = anchor(request);
-    const double bound = loadBound(request, h);
+    const size_t a = anchor(request);
+    return chooseAround(request, a, loadBound(request, a));
+}
+
+size_t SlotChooser::chooseAround(const RouteRequest& request, size_t a, double bound) const {
     const auto& loads = request.loads;
     const auto& uncached = request.uncached_tokens;
-    if (loads[h] <= bound) return h;
+    if (loads[a] <= bound) return a;
 
-    size_t best = h;
+    size_t best = a;
     for (size_t c = 0; c < slots_.size(); ++c) {
-        if (c == h || loads[c] > bound) continue;
-        if (best == h) {
+        if (c == a || loads[c] > bound) continue;
+        if (best == a) {
             best = c;
             continue;
         }
@@ -109,13 +112,14 @@ size_t SlotChooser::choose(const RouteRequest& request) const {
         if (cost < best_cost || (cost == best_cost && ahead(request.key, c, best))) best = c;
     }
     // Leaving costs the prefix cached at the anchor; stay when it buys nothing.
-    if (best != h && loads[h] + uncached[h] <= loads[best] + uncached[best]) return h;
-    return best;  // h when nothing is within the bound (balance_factor < 1)
+    if (best != a && loads[a] + uncached[a] <= loads[best] + uncached[best]) return a;
+    return best;  // the anchor when nothing is within the bound (balance_factor < 1)
 }
 
 std::vector<size_t> SlotChooser::preference(const RouteRequest& request) const {
-    size_t chosen = choose(request);
-    double bound = loadBound(request, anchor(request));
+    const size_t a = anchor(request);
+    const double bound = loadBound(request, a);
+    const size_t chosen = chooseAround(request, a, bound);
     std::vector<size_t> order = rendezvousOrder(request.key);
     std::stable_partition(order.begin(), order.end(), [&](size_t slot) { return request.loads[slot] <= bound; });
     auto at = std::find(order.begin(), order.end(), chosen);

@@ -128,6 +128,8 @@ public:
 private:
     size_t home(uint64_t key) const;
     bool ahead(uint64_t key, size_t a, size_t b) const;  // a before b in the key's rendezvous order
+    // Step 2 of choose(), given the anchor and its in-flight bound.
+    size_t chooseAround(const RouteRequest& request, size_t anchor_slot, double bound) const;
 
     std::vector<Slot> slots_;
     std::vector<uint64_t> slot_ids_;

@@ -41,9 +41,4 @@ void WorkMeter::setWindow(double window_s) {
     window_s_ = window_s;
 }
 
-double WorkMeter::window() const {
-    std::lock_guard lock(mutex_);
-    return window_s_;
-}
-
 }  // namespace dpgate::routing

@@ -8,6 +8,7 @@
 // a table rebuild on failover does not lose it. Thread-safe.
 #pragma once
 
+#include <chrono>
 #include <cstddef>
 #include <mutex>
 #include <span>
@@ -28,7 +29,6 @@ public:
     double value(size_t slot, double now_s) const;
 
     void setWindow(double window_s);
-    double window() const;
 
 private:
     void decayLocked(double now_s) const;
@@ -38,5 +38,10 @@ private:
     mutable double at_s_ = 0;  // the time work_ is decayed to
     double window_s_;
 };
+
+// The time the gateway passes to a WorkMeter: steady-clock seconds.
+inline double meterSeconds(std::chrono::steady_clock::time_point t) {
+    return std::chrono::duration<double>(t.time_since_epoch()).count();
+}
 
 }  // namespace dpgate::routing

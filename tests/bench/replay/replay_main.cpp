@@ -205,14 +205,17 @@ public:
         routing::AffinityInput input;
         input.conversation = body.view;
         uint64_t key = routing::affinityKey(input).key;
-        if (use_estimate_)
-            estimate_.uncachedTokens(key, chooser_, request.input_tokens, uncached_);
-        else
+        std::optional<size_t> last_slot;
+        if (use_estimate_) {
+            last_slot = estimate_.uncachedTokens(key, chooser_, request.input_tokens, uncached_);
+        } else {
             std::fill(uncached_.begin(), uncached_.end(), request.input_tokens);
+            last_slot = estimate_.lastSlot(key, chooser_);
+        }
         now_s_ = request.timestamp_ms / speedup_ / 1000.0;
         work_.values(slot_indexes_, now_s_, work_now_);
         routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_,
-                                    estimate_.lastSlot(key, chooser_)};
+                                    last_slot};
         size_t chosen = chooser_.choose(route);
         charged_ = uncached_[chosen];
         work_.add(chosen, charged_, now_s_);

@@ -22,6 +22,16 @@ uint64_t keyOf(int i) {
     return hashBytes("conversation-" + std::to_string(i), 1);
 }
 
+// Reproducible values in [0, max): the same sequence on every run.
+class Noise {
+public:
+    explicit Noise(uint64_t seed) : seed_(seed) {}
+    double operator()(double max) { return double((seed_ = mix64(seed_)) % 1000) / 1000.0 * max; }
+
+private:
+    uint64_t seed_;
+};
+
 std::pair<std::string, uint32_t> identity(const SlotChooser& chooser, size_t slot) {
     return {chooser.slots()[slot].backend_name, chooser.slots()[slot].rank};
 }
@@ -201,8 +211,7 @@ TEST(SlotChooser, HomeWithinTheBoundIgnoresLoadsAndCosts) {
     // choice is its home, whatever the other slots carry and whatever each
     // replica's cache estimate says.
     SlotChooser chooser(slotsOf({"a", "b"}, 8));
-    uint64_t seed = 1;
-    auto next = [&seed](double max) { return double((seed = mix64(seed)) % 1000) / 1000.0 * max; };
+    Noise next(1);
     for (int i = 0; i < 1000; ++i) {
         uint64_t k = keyOf(i);
         size_t home = chooser.rendezvousOrder(k).front();
@@ -353,8 +362,7 @@ TEST(SlotChooser, ANearlyIdleSystemSendsEveryNewKeyHome) {
     // The replicas' agreement: work spread within the slack and homes with at
     // most the in-flight slack queued, whatever else the slots carry.
     SlotChooser chooser(slotsOf({"a", "b"}, 8));
-    uint64_t seed = 3;
-    auto next = [&seed](double max) { return double((seed = mix64(seed)) % 1000) / 1000.0 * max; };
+    Noise next(3);
     for (int i = 0; i < 1000; ++i) {
         uint64_t k = keyOf(i);
         size_t home = chooser.rendezvousOrder(k).front();
