@@ -144,7 +144,14 @@ private:
 // rank's cache): that is what makes it approximate.
 class CacheAware : public Policy {
 public:
-    explicit CacheAware(size_t slots) : trees_(slots, BlockLru(SIZE_MAX)) {}
+    // What prefix match and tree size are measured in. SGLang's tree counts
+    // characters of text (tenant_char_count), so a short request weighs
+    // little: `tokens` is that here. `blocks` counts every request's partial
+    // last block as a whole 512-token block (this replay's first model of
+    // the peer, kept as `cache-aware-blocks` because it scores differently).
+    enum class Unit { tokens, blocks };
+
+    CacheAware(size_t slots, Unit unit) : trees_(slots, BlockLru(SIZE_MAX)), tree_tokens_(slots, 0), unit_(unit) {}
 
     size_t place(const TraceRequest& request, const SlotState& state) override {
         const auto& counts = state.queued_requests;
@@ -158,21 +165,34 @@ public:
                 size_t hits = trees_[s].prefixHits(request.hash_ids);
                 if (hits > best_hits) best = s, best_hits = hits;
             }
-            double match = request.hash_ids.empty() ? 0 : double(best_hits) / double(request.hash_ids.size());
+            double match = 0;
+            if (unit_ == Unit::tokens && request.input_tokens > 0)
+                match = std::min(1.0, double(best_hits) * block_tokens / request.input_tokens);
+            else if (unit_ == Unit::blocks && !request.hash_ids.empty())
+                match = double(best_hits) / double(request.hash_ids.size());
             if (match > cache_threshold_) {
                 chosen = best;
             } else {
                 chosen = 0;
                 for (size_t s = 1; s < trees_.size(); ++s)
-                    if (trees_[s].size() < trees_[chosen].size()) chosen = s;
+                    if (treeSize(s) < treeSize(chosen)) chosen = s;
             }
         }
+        // Mooncake ids name their whole prefix: what the tree lacks is the tail past its prefix hits.
+        double hits = double(trees_[chosen].prefixHits(request.hash_ids));
+        tree_tokens_[chosen] += std::max(0.0, request.input_tokens - hits * block_tokens);
         trees_[chosen].touch(request.hash_ids);
         return chosen;
     }
 
 private:
+    double treeSize(size_t slot) const {
+        return unit_ == Unit::tokens ? tree_tokens_[slot] : double(trees_[slot].size());
+    }
+
     std::vector<BlockLru> trees_;
+    std::vector<double> tree_tokens_;  // tokens each tree holds (the request's last block is partial)
+    Unit unit_;
     double cache_threshold_ = 0.3;
     double abs_threshold_ = 64;
     double rel_threshold_ = 1.5;
@@ -253,7 +273,8 @@ std::unique_ptr<Policy> makePolicy(const Options& o) {
     if (o.policy == "round-robin") return std::make_unique<RoundRobin>(o.slots);
     if (o.policy == "least-loaded") return std::make_unique<LeastLoaded>();
     if (o.policy == "first-block-hash") return std::make_unique<FirstBlockHash>(o.slots, o);
-    if (o.policy == "cache-aware") return std::make_unique<CacheAware>(o.slots);
+    if (o.policy == "cache-aware") return std::make_unique<CacheAware>(o.slots, CacheAware::Unit::tokens);
+    if (o.policy == "cache-aware-blocks") return std::make_unique<CacheAware>(o.slots, CacheAware::Unit::blocks);
     if (o.policy == "dpgate") return std::make_unique<Dpgate>(o);
     return nullptr;
 }
@@ -390,7 +411,7 @@ int usage() {
                  "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--replicas R]\n"
                  "                     [--shared-prefix-blocks K] [--text-salt S]\n"
                  "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
-                 "policies: round-robin least-loaded first-block-hash cache-aware dpgate\n");
+                 "policies: round-robin least-loaded first-block-hash cache-aware cache-aware-blocks dpgate\n");
     return 2;
 }
 
