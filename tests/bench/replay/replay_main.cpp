@@ -11,6 +11,7 @@
 #include <iostream>
 #include <memory>
 #include <nlohmann/json.hpp>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -157,6 +158,7 @@ public:
         const auto& counts = state.queued_requests;
         auto [min_it, max_it] = std::minmax_element(counts.begin(), counts.end());
         size_t chosen;
+        std::optional<size_t> chosen_hits;  // the tree's prefix hits at `chosen`, if already looked up
         if (double(*max_it - *min_it) > abs_threshold_ && double(*max_it) > rel_threshold_ * double(*min_it)) {
             chosen = size_t(min_it - counts.begin());
         } else {
@@ -172,15 +174,18 @@ public:
                 match = double(best_hits) / double(request.hash_ids.size());
             if (match > cache_threshold_) {
                 chosen = best;
+                chosen_hits = best_hits;
             } else {
                 chosen = 0;
                 for (size_t s = 1; s < trees_.size(); ++s)
                     if (treeSize(s) < treeSize(chosen)) chosen = s;
             }
         }
-        // Mooncake ids name their whole prefix: what the tree lacks is the tail past its prefix hits.
-        double hits = double(trees_[chosen].prefixHits(request.hash_ids));
-        tree_tokens_[chosen] += std::max(0.0, request.input_tokens - hits * block_tokens);
+        if (unit_ == Unit::tokens) {
+            // Mooncake ids name their whole prefix: what the tree lacks is the tail past its prefix hits.
+            double hits = double(chosen_hits ? *chosen_hits : trees_[chosen].prefixHits(request.hash_ids));
+            tree_tokens_[chosen] += std::max(0.0, request.input_tokens - hits * block_tokens);
+        }
         trees_[chosen].touch(request.hash_ids);
         return chosen;
     }
@@ -191,7 +196,7 @@ private:
     }
 
     std::vector<BlockLru> trees_;
-    std::vector<double> tree_tokens_;  // tokens each tree holds (the request's last block is partial)
+    std::vector<double> tree_tokens_;  // Unit::tokens: tokens each tree holds (a request's last block is partial)
     Unit unit_;
     double cache_threshold_ = 0.3;
     double abs_threshold_ = 64;
