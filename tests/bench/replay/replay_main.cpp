@@ -40,12 +40,14 @@ struct Options {
     size_t cache_blocks = 1024;
     double speedup = 1;
     double prefill_tokens_per_s = 50'000;
-    routing::SlotChooserOptions chooser;  // --balance-factor, --slack-requests, --slack-tokens, --work-factor, --work-slack
+    // --balance-factor, --slack-requests, --slack-tokens, --work-factor, --work-slack
+    routing::SlotChooserOptions chooser;
     size_t shared_prefix_blocks = 0;
     bool estimate = true;  // dpgate: loads in tokens not expected in cache (routing::CacheEstimate)
     double work_window_s = 300;  // dpgate: routing.work_window_s
     size_t replicas = 1;
     std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
+    std::string per_request_path;       // --per-request FILE: one CSV row per request (compare_runs.py reads two)
 };
 
 // What a policy sees when it places one request.
@@ -333,7 +335,15 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
 
     std::vector<SlotState> states;
     for (size_t r = 0; r < o.replicas; ++r)
-        states.push_back({std::vector<double>(o.slots), std::vector<size_t>(o.slots), std::vector<double>(o.slots), &caches});
+        states.push_back(
+            {std::vector<double>(o.slots), std::vector<size_t>(o.slots), std::vector<double>(o.slots), &caches});
+    std::ofstream per_request;
+    if (!o.per_request_path.empty()) {
+        per_request.open(o.per_request_path);
+        if (!per_request) throw std::runtime_error("cannot write " + o.per_request_path);
+        per_request.precision(12);
+        per_request << "trace_ms,arrival_ms,slot,ttft_ms,wait_ms,prompt_blocks,cached_blocks\n";
+    }
     uint64_t index = 0;
     for (const TraceRequest& request : trace) {
         double now_ms = request.timestamp_ms / o.speedup;
@@ -368,6 +378,9 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         state.done_tokens[slot] += uncached;
         ttft_ms.push_back(free_at_ms[slot] - now_ms);
         wait_ms_total += start_ms - now_ms;
+        if (per_request.is_open())
+            per_request << request.timestamp_ms << ',' << now_ms << ',' << slot << ',' << ttft_ms.back() << ','
+                        << start_ms - now_ms << ',' << request.hash_ids.size() << ',' << hits << '\n';
     }
 
     std::vector<double> sorted = ttft_ms;
@@ -414,7 +427,7 @@ int usage() {
                  "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
                  "[--slack-requests S] [--slack-tokens T]\n"
                  "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--replicas R]\n"
-                 "                     [--shared-prefix-blocks K] [--text-salt S]\n"
+                 "                     [--shared-prefix-blocks K] [--text-salt S] [--per-request FILE.csv]\n"
                  "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
                  "policies: round-robin least-loaded first-block-hash cache-aware cache-aware-blocks dpgate\n");
     return 2;
@@ -463,10 +476,13 @@ int main(int argc, char** argv) {
                 o.work_window_s = std::stod(value);
             else if (arg == "--replicas")
                 o.replicas = std::stoul(value);
+            else if (arg == "--per-request")
+                o.per_request_path = value;
             else
                 return usage();
         }
-        if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.replicas == 0 || o.prefill_tokens_per_s <= 0) return usage();
+        if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.replicas == 0 || o.prefill_tokens_per_s <= 0)
+            return usage();
         auto trace = readTrace(o.trace_path, o.shared_prefix_blocks);
         std::cout << run(o, trace).dump() << "\n";
     } catch (const std::exception& e) {
