@@ -48,6 +48,11 @@ struct Options {
     size_t replicas = 1;
     std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
     std::string per_request_path;       // --per-request FILE: one CSV row per request (compare_runs.py reads two)
+    // dpgate --work-poll-s P: the work meter is fed from what every slot
+    // computed (the backends' prefix-cache counters, which all replicas read
+    // alike), polled every P seconds, instead of from this gateway's own
+    // routing (routing.work_source: backends). 0 = the gateway's own.
+    double work_poll_s = 0;
 };
 
 // What a policy sees when it places one request.
@@ -88,6 +93,9 @@ public:
     // The slot computed `uncached_tokens` of the request just placed there
     // (the gateway learns it from the answer's usage).
     virtual void computed(size_t /*slot*/, double /*uncached_tokens*/) {}
+    // A poll of the slots' counters: prefill tokens each slot has computed
+    // since the start (all gateways' requests), at `now_s`.
+    virtual void polled(const std::vector<double>& /*computed_total*/, double /*now_s*/) {}
     virtual nlohmann::json extra() const { return nlohmann::json::object(); }
 };
 
@@ -219,6 +227,7 @@ public:
           shared_prefix_blocks_(o.shared_prefix_blocks),
           salt_(o.text_salt),
           use_estimate_(o.estimate),
+          polled_work_(o.work_poll_s > 0),
           speedup_(o.speedup),
           work_(o.slots, o.work_window_s),
           slot_indexes_(o.slots),
@@ -244,14 +253,25 @@ public:
         routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_,
                                     last_slot};
         size_t chosen = chooser_.choose(route);
-        charged_ = uncached_[chosen];
+        charged_ = polled_work_ ? 0 : uncached_[chosen];
         work_.add(chosen, charged_, now_s_);
         estimate_.record(key, chooser_.slotId(chosen), request.input_tokens);
         if (chosen != chooser_.rendezvousOrder(key).front()) ++left_home_;
         return chosen;
     }
 
-    void computed(size_t slot, double uncached_tokens) override { work_.add(slot, uncached_tokens - charged_, now_s_); }
+    void computed(size_t slot, double uncached_tokens) override {
+        if (!polled_work_) work_.add(slot, uncached_tokens - charged_, now_s_);
+    }
+
+    void polled(const std::vector<double>& computed_total, double now_s) override {
+        if (!polled_work_) return;
+        last_poll_.resize(computed_total.size(), 0);
+        for (size_t s = 0; s < computed_total.size(); ++s) {
+            work_.add(s, computed_total[s] - last_poll_[s], now_s);
+            last_poll_[s] = computed_total[s];
+        }
+    }
 
     nlohmann::json extra() const override { return {{"left_home", left_home_}}; }
 
@@ -267,6 +287,8 @@ private:
     size_t shared_prefix_blocks_;
     std::string salt_;
     bool use_estimate_;
+    bool polled_work_;
+    std::vector<double> last_poll_;
     double speedup_;
     routing::CacheEstimate estimate_;
     routing::WorkMeter work_;
@@ -344,10 +366,22 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         per_request.precision(12);
         per_request << "trace_ms,arrival_ms,slot,ttft_ms,wait_ms,prompt_blocks,cached_blocks\n";
     }
+    std::vector<double> polled_at_ms(o.replicas, -1e300);
     uint64_t index = 0;
     for (const TraceRequest& request : trace) {
         double now_ms = request.timestamp_ms / o.speedup;
         size_t replica = o.replicas == 1 ? 0 : size_t(routing::mix64(index++ ^ 0x5eed) % o.replicas);
+        if (o.work_poll_s > 0) {
+            // Replica r polls at k x P + r x P / R (its own phase).
+            for (size_t r = 0; r < o.replicas; ++r) {
+                double period_ms = o.work_poll_s * 1000, phase_ms = period_ms * double(r) / double(o.replicas);
+                double last_poll_ms = std::floor((now_ms - phase_ms) / period_ms) * period_ms + phase_ms;
+                if (last_poll_ms > polled_at_ms[r]) {
+                    policies[r]->polled(work_tokens, last_poll_ms / 1000.0);
+                    polled_at_ms[r] = last_poll_ms;
+                }
+            }
+        }
         SlotState& state = states[replica];
         for (size_t s = 0; s < o.slots; ++s) {
             auto& f = prefills[s];
@@ -414,7 +448,10 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
     for (size_t r = 1; r < policies.size(); ++r) {
         const nlohmann::json more = policies[r]->extra();
         for (const auto& [name, value] : more.items())
-            if (value.is_number()) extra[name] = extra[name].get<double>() + value.get<double>();
+            if (value.is_number_integer() && extra[name].is_number_integer())
+                extra[name] = extra[name].get<int64_t>() + value.get<int64_t>();
+            else if (value.is_number())
+                extra[name] = extra[name].get<double>() + value.get<double>();
     }
     out.update(extra);
     if (std::getenv("DPGATE_REPLAY_DEBUG")) out["work_tokens"] = work_tokens;
@@ -426,8 +463,8 @@ int usage() {
                  "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
                  "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
                  "[--slack-requests S] [--slack-tokens T]\n"
-                 "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--replicas R]\n"
-                 "                     [--shared-prefix-blocks K] [--text-salt S] [--per-request FILE.csv]\n"
+                 "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--work-poll-s P]\n"
+                 "                     [--replicas R] [--shared-prefix-blocks K] [--text-salt S] [--per-request FILE.csv]\n"
                  "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
                  "policies: round-robin least-loaded first-block-hash cache-aware cache-aware-blocks dpgate\n");
     return 2;
@@ -476,6 +513,8 @@ int main(int argc, char** argv) {
                 o.work_window_s = std::stod(value);
             else if (arg == "--replicas")
                 o.replicas = std::stoul(value);
+            else if (arg == "--work-poll-s")
+                o.work_poll_s = std::stod(value);
             else if (arg == "--per-request")
                 o.per_request_path = value;
             else
