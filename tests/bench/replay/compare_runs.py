@@ -33,6 +33,8 @@ def main():
     ap.add_argument("--resamples", type=int, default=20000)
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
+    if args.window_s <= 0 or args.resamples < 1:
+        sys.exit("compare_runs: --window-s must be > 0 and --resamples >= 1")
 
     a, b = read(args.a), read(args.b)
     if len(a) != len(b) or not a:
