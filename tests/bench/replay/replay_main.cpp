@@ -228,6 +228,7 @@ public:
           salt_(o.text_salt),
           use_estimate_(o.estimate),
           polled_work_(o.work_poll_s > 0),
+          last_poll_(o.slots, 0),
           speedup_(o.speedup),
           work_(o.slots, o.work_window_s),
           slot_indexes_(o.slots),
@@ -253,8 +254,10 @@ public:
         routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_,
                                     last_slot};
         size_t chosen = chooser_.choose(route);
-        charged_ = polled_work_ ? 0 : uncached_[chosen];
-        work_.add(chosen, charged_, now_s_);
+        if (!polled_work_) {
+            charged_ = uncached_[chosen];
+            work_.add(chosen, charged_, now_s_);
+        }
         estimate_.record(key, chooser_.slotId(chosen), request.input_tokens);
         if (chosen != chooser_.rendezvousOrder(key).front()) ++left_home_;
         return chosen;
@@ -264,9 +267,8 @@ public:
         if (!polled_work_) work_.add(slot, uncached_tokens - charged_, now_s_);
     }
 
+    // Only called with --work-poll-s (polled_work_).
     void polled(const std::vector<double>& computed_total, double now_s) override {
-        if (!polled_work_) return;
-        last_poll_.resize(computed_total.size(), 0);
         for (size_t s = 0; s < computed_total.size(); ++s) {
             work_.add(s, computed_total[s] - last_poll_[s], now_s);
             last_poll_[s] = computed_total[s];
