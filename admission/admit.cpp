@@ -58,6 +58,25 @@ std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value
   return std::nullopt;
 }
 
+// vLLM's and OpenAI's words for an over-window request, which clients match
+// to decide to compact their history (pi-ai's isContextOverflow matches
+// "maximum context length is N tokens" and "reduce the length of the
+// messages"); the terms follow so nobody has to guess what was counted.
+std::string contextLengthMessage(const AdmissionLimits& limits, std::uint64_t needed, std::uint64_t prompt_tokens,
+                                 std::uint64_t images, std::uint64_t output_budget, bool chat) {
+  std::string message = "This model's maximum context length is " + std::to_string(limits.window_tokens) +
+                        " tokens. However, you requested " + std::to_string(needed) + " tokens (" +
+                        std::to_string(prompt_tokens) + (chat ? " in the messages, " : " in the prompt, ") +
+                        std::to_string(images * limits.image_reserve_tokens) + " for images, " +
+                        std::to_string(output_budget) + " in the completion). Please reduce the length of the " +
+                        (chat ? "messages" : "prompt") + " or completion.";
+  if (images > 0) {
+    message += " Each of the " + std::to_string(images) + " images is reserved " +
+               std::to_string(limits.image_reserve_tokens) + " tokens.";
+  }
+  return message;
+}
+
 }  // namespace
 
 std::uint64_t promptTokenUpperBound(const Tokenizer& tokenizer, std::string_view text) {
@@ -197,10 +216,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
       Refused refused;
       refused.param = chat ? "messages" : "prompt";
       refused.code = "context_length_exceeded";
-      refused.message = "This request needs " + std::to_string(needed) + " tokens (" + std::to_string(prompt_tokens) +
-                        " prompt + " + std::to_string(image_tokens) + " for " + std::to_string(images) + " images + " +
-                        std::to_string(admitted.output_budget) + " output); the window is " +
-                        std::to_string(limits.window_tokens) + ".";
+      refused.message = contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat);
       return refused;
     }
   }

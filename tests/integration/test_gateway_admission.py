@@ -40,8 +40,10 @@ def test_over_the_window_is_context_length_exceeded_with_every_term(small_window
     text = " ".join(f"w{i}" for i in range(30000))
     error = refused(gw, sim, chat_body(text), 400, "context_length_exceeded")
     assert error["param"] == "messages"
-    assert error["message"].startswith("This request needs ")
-    assert "prompt + 0 for 0 images + 32768 output); the window is 40000." in error["message"]
+    # vLLM's and OpenAI's words, which clients (pi-ai's isContextOverflow) match to compact.
+    assert error["message"].startswith("This model's maximum context length is 40000 tokens. However, you requested ")
+    assert " in the messages, 0 for images, 32768 in the completion). Please reduce the length of the messages or " \
+        "completion." in error["message"]
 
 
 def test_the_default_budget_is_inserted_and_the_rest_is_byte_identical(small_window):

@@ -109,9 +109,13 @@ void boundary(AdmitTest* self, AdmissionLimits& limits, const std::string& body,
   EXPECT_EQ(r.http_status, 400u);
   EXPECT_EQ(r.code, "context_length_exceeded");
   EXPECT_EQ(r.param, "messages");
-  EXPECT_EQ(r.message, "This request needs " + std::to_string(limits.window_tokens + 1) + " tokens (" + std::to_string(prompt) +
-                           " prompt + " + std::to_string(images * 1024) + " for " + std::to_string(images) + " images + " +
-                           std::to_string(budget) + " output); the window is " + std::to_string(limits.window_tokens) + ".");
+  std::string expected = "This model's maximum context length is " + std::to_string(limits.window_tokens) +
+                         " tokens. However, you requested " + std::to_string(limits.window_tokens + 1) + " tokens (" +
+                         std::to_string(prompt) + " in the messages, " + std::to_string(images * 1024) +
+                         " for images, " + std::to_string(budget) +
+                         " in the completion). Please reduce the length of the messages or completion.";
+  if (images > 0) expected += " Each of the " + std::to_string(images) + " images is reserved 1024 tokens.";
+  EXPECT_EQ(r.message, expected);
   (void)self;
 }
 
