@@ -1,0 +1,87 @@
+#pragma once
+// A bump allocator for one render: every string, list and dict a template
+// builds or a request brings in lives here until reset(). Nothing allocated
+// here has a destructor to run, so reset() frees all of it at once.
+//
+// The limit bounds the work a request can make a template do: a template
+// that concatenates in a loop (`ns.text = ns.text + message.content`) makes
+// quadratic bytes from linear input. Past the limit, allocate() throws
+// ArenaLimitExceeded, which the renderer turns into a refusal.
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <memory>
+#include <new>
+#include <string_view>
+#include <type_traits>
+#include <vector>
+
+namespace dpgate::admission::jinja {
+
+struct ArenaLimitExceeded {
+    std::size_t limit_bytes;
+};
+
+class Arena {
+public:
+    explicit Arena(std::size_t block_bytes = 64 * 1024) : block_bytes_(block_bytes) {}
+    Arena(const Arena&) = delete;
+    Arena& operator=(const Arena&) = delete;
+
+    void* allocate(std::size_t bytes, std::size_t align = alignof(std::max_align_t)) {
+        std::size_t offset = (used_ + align - 1) & ~(align - 1);
+        if (blocks_.empty() || offset + bytes > capacity_) {
+            grow(bytes + align);
+            offset = (used_ + align - 1) & ~(align - 1);
+        }
+        used_ = offset + bytes;
+        return blocks_[current_].data.get() + offset;
+    }
+
+    template <typename T>
+    T* allocateArray(std::size_t count) {
+        static_assert(std::is_trivially_destructible_v<T>, "the arena never runs destructors");
+        if (count == 0) return nullptr;
+        return static_cast<T*>(allocate(sizeof(T) * count, alignof(T)));
+    }
+
+    template <typename T, typename... Args>
+    T* make(Args&&... args) {
+        static_assert(std::is_trivially_destructible_v<T>, "the arena never runs destructors");
+        return new (allocate(sizeof(T), alignof(T))) T{std::forward<Args>(args)...};
+    }
+
+    // A copy of `text` that lives as long as the arena's contents.
+    std::string_view copy(std::string_view text) {
+        if (text.empty()) return {};
+        char* out = static_cast<char*>(allocate(text.size(), 1));
+        std::memcpy(out, text.data(), text.size());
+        return {out, text.size()};
+    }
+
+    // Drops everything allocated; keeps the first blocks up to
+    // `keep_bytes` for the next render (a 1M-token conversation needs
+    // megabytes each turn; most requests need a few kilobytes).
+    void reset(std::size_t keep_bytes = 8u << 20);
+
+    // 0: no limit. Counts every byte handed out since the last reset().
+    void setLimit(std::size_t limit_bytes) { limit_bytes_ = limit_bytes; }
+    std::size_t bytesUsed() const { return handed_out_ + used_; }
+
+private:
+    struct Block {
+        std::unique_ptr<char[]> data;
+        std::size_t size;
+    };
+    void grow(std::size_t at_least);
+
+    std::vector<Block> blocks_;
+    std::size_t current_ = 0;
+    std::size_t used_ = 0;       // bytes used in blocks_[current_]
+    std::size_t capacity_ = 0;   // size of blocks_[current_]
+    std::size_t handed_out_ = 0; // bytes of the blocks before current_
+    std::size_t block_bytes_;
+    std::size_t limit_bytes_ = 0;
+};
+
+}  // namespace dpgate::admission::jinja
