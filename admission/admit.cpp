@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "admission/template/vllm_render.hpp"
 #include "routing/affinity_key.hpp"
 
 namespace dpgate::admission {
@@ -23,26 +24,42 @@ bool servesModel(const AdmissionLimits& limits, std::string_view model) {
 
 bool isSystemRole(std::string_view role) { return role == "system" || role == "developer"; }
 
-// System text before the first user message, then that message: what an
-// append-only conversation keeps from its first turn on.
 // The conversation head as routing defines it (routing/affinity_key.hpp):
-// the leading system/developer messages and the first other message, each
-// message's text parts joined. `scratch` keeps the joined texts alive.
+// the tool definitions, the leading system/developer messages and the first
+// other message, each message's text parts joined. `scratch` keeps the
+// joined texts alive.
 std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
   routing::ConversationView view;
+  view.tools = chat.tools_json;
   scratch.clear();
   scratch.reserve(chat.messages.size());
   for (const ChatMessage& message : chat.messages) {
     std::string& text = scratch.emplace_back();
-    for (const std::string_view part : message.text_parts) {
-      if (!text.empty()) text += '\n';
+    bool first = true;
+    message.forEachText([&](std::string_view part) {
+      if (!first) text += '\n';
+      first = false;
       text.append(part);
-    }
+    });
     view.messages.push_back({message.role, text});
     if (!isSystemRole(message.role)) break;
   }
   return routing::conversationHeadKey(view);
 }
+
+Refused tokenizerUnavailable(std::string message) {
+  Refused refused;
+  refused.http_status = 503;
+  refused.type = "server_error";
+  refused.code = "tokenizer_unavailable";
+  refused.message = std::move(message);
+  return refused;
+}
+
+// What one render may allocate: the arena holds the request's values and
+// every string the template builds, so a template that concatenates in a
+// loop is stopped at a bound proportional to the request.
+std::size_t renderBudgetBytes(std::size_t body_bytes) { return (256u << 20) + 8 * body_bytes; }
 
 // Checks one budget field against [1, max]; nullopt when absent or valid.
 std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value, std::uint64_t max) {
@@ -86,19 +103,73 @@ std::uint64_t promptTokenUpperBound(const Tokenizer& tokenizer, std::string_view
   return bound;
 }
 
-Admitter::Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::string_view template_name)
-    : tokenizer_(std::move(tokenizer)) {
-  encoder_ = makeChatEncoder(template_name, error_);
-  if (encoder_ == nullptr) return;
+Admitter::Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
+                   std::function<std::int64_t()> unix_now)
+    : tokenizer_(std::move(tokenizer)), chat_template_(std::move(chat_template)), unix_now_(std::move(unix_now)) {
   if (tokenizer_ == nullptr) {
     error_ = "no tokenizer loaded";
     return;
   }
-  if (auto problem = encoder_->checkTokenizer(*tokenizer_)) {
-    error_ = std::move(*problem);
-    return;
-  }
+  if (chat_template_ == nullptr) error_ = "no chat template loaded";
   counter_.emplace(tokenizer_);
+}
+
+std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {
+  prompt_.clear();
+  if (chat_template_ == nullptr) {
+    return tokenizerUnavailable("Cannot render the chat template: " + (error_.empty() ? std::string("no chat template loaded") : error_) + ".");
+  }
+  PromptRenderOptions options;
+  options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
+  options.limits.arena_bytes = renderBudgetBytes(body_bytes);
+  if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options)) {
+    // The backend would refuse the request with the template's own words.
+    return invalid(std::move(error->param), std::move(error->message));
+  }
+  return std::nullopt;
+}
+
+TokenCount Admitter::countPrompt() {
+  TokenCount count = counter_->count(prompt_);
+  if (!count.ok) return count;
+  const ChatRequest& chat = request_.chat;
+  if (chat.add_special_tokens) {
+    count.tokens += chat_template_->addedBos() ? 1 : 0;
+    count.tokens += chat_template_->addedEos() ? 1 : 0;
+  }
+  return count;
+}
+
+Admitter::ChatCount Admitter::countChat(std::string_view body) {
+  ChatCount result;
+  arena_.reset();
+  if (auto error = scanner_.scan(body, body.size(), Endpoint::chat_completions, arena_, request_)) {
+    result.param = std::move(error->param);
+    result.error = std::move(error->message);
+    return result;
+  }
+  for (const ChatMessage& message : request_.chat.messages) result.images += message.images;
+  if (!canCount()) {
+    result.error = "cannot count: " + error_;
+    return result;
+  }
+  if (auto refused = renderPrompt(body.size())) {
+    result.param = std::move(refused->param);
+    result.error = std::move(refused->message);
+    return result;
+  }
+  const TokenCount count = countPrompt();
+  if (!count.ok) {
+    result.param = "messages";
+    result.error = count.error;
+    return result;
+  }
+  result.ok = true;
+  result.prompt_tokens = count.tokens;
+  if (request_.chat.truncate_prompt_tokens && *request_.chat.truncate_prompt_tokens >= 0) {
+    result.prompt_tokens = std::min<std::uint64_t>(result.prompt_tokens, static_cast<std::uint64_t>(*request_.chat.truncate_prompt_tokens));
+  }
+  return result;
 }
 
 Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
@@ -113,26 +184,11 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
     return refused;
   }
   // 2. Shape: JSON, types, roles, UTF-8.
-  if (auto error = scanner_.scan(body, capacity_bytes, endpoint, request_)) {
+  arena_.reset();
+  if (auto error = scanner_.scan(body, capacity_bytes, endpoint, arena_, request_)) {
     return invalid(std::move(error->param), std::move(error->message));
   }
   const bool chat = endpoint == Endpoint::chat_completions;
-  if (chat) {
-    prompt_.clear();
-    if (encoder_ == nullptr) {
-      Refused refused;
-      refused.http_status = 503;
-      refused.type = "server_error";
-      refused.code = "tokenizer_unavailable";
-      refused.message = "Cannot render the chat template: " + error_;
-      return refused;
-    }
-    if (auto error = encoder_->render(request_.chat, prompt_)) {
-      const std::size_t colon = error->find(':');
-      std::string param = colon == std::string::npos ? "messages" : error->substr(0, colon);
-      return invalid(std::move(param), std::move(*error));
-    }
-  }
   if (!request_.has_model) return invalid("model", "model: missing (this gateway serves " + limits.served_model_id + ")");
   // 3. Model.
   if (!servesModel(limits, request_.model)) {
@@ -177,50 +233,59 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   const bool fixed_fits = fixed <= limits.window_tokens;
   const std::uint64_t room = fixed_fits ? limits.window_tokens - fixed : 0;
 
-  // 6./7. Window: the byte bound first (no tokenizing), then the exact count.
-  // Each completions prompt is its own sequence (BOS added, as vLLM does).
+  // 6. The prompt as the backend renders it.
+  if (chat) {
+    if (auto refused = renderPrompt(body.size())) return *refused;
+  }
+  // 7. Window. Counted exactly whenever dpgate can count, so the backend's
+  // usage can verify every count; without a tokenizer only what the byte
+  // bound proves to fit passes. Each completions prompt is its own sequence
+  // (BOS added, as vLLM does).
   std::vector<std::string_view> texts;
   if (chat) {
     texts.push_back(prompt_);
   } else {
     texts = request_.prompt_texts;
   }
-  std::uint64_t bound = 0;
-  for (const std::string_view text : texts) {
-    const std::uint64_t one = (tokenizer_ != nullptr ? promptTokenUpperBound(*tokenizer_, text) : text.size()) + (chat ? 0 : 1);
-    bound = std::max(bound, one);
-  }
-  for (const std::uint64_t ids : request_.prompt_id_counts) bound = std::max(bound, ids);
-
-  std::uint64_t prompt_tokens = bound;
-  admitted.counted = false;
-  if (!fixed_fits || bound > room) {
-    if (!canCount()) {
-      Refused refused;
-      refused.http_status = 503;
-      refused.type = "server_error";
-      refused.code = "tokenizer_unavailable";
-      refused.message = "Cannot count this request's tokens: " + error_ + ".";
-      return refused;
-    }
-    prompt_tokens = 0;
+  std::uint64_t prompt_tokens = 0;
+  if (counter_) {
     for (const std::string_view text : texts) {
-      const TokenCount count = counter_->count(text);
+      const TokenCount count = chat ? countPrompt() : counter_->count(text);
       if (!count.ok) return invalid(chat ? "messages" : "prompt", (chat ? "messages: " : "prompt: ") + count.error);
       prompt_tokens = std::max(prompt_tokens, count.tokens + (chat ? 0 : 1));
     }
-    for (const std::uint64_t ids : request_.prompt_id_counts) prompt_tokens = std::max(prompt_tokens, ids);
     admitted.counted = true;
-    const std::uint64_t needed = prompt_tokens + fixed;
-    if (needed > limits.window_tokens) {
-      Refused refused;
-      refused.param = chat ? "messages" : "prompt";
-      refused.code = "context_length_exceeded";
-      refused.message = contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat);
-      return refused;
+  } else {
+    for (const std::string_view text : texts) prompt_tokens = std::max<std::uint64_t>(prompt_tokens, text.size() + (chat ? 0 : 1));
+    admitted.counted = false;
+    if (!fixed_fits || prompt_tokens > room) {
+      return tokenizerUnavailable("Cannot count this request's tokens: " + error_ + ".");
     }
   }
+  for (const std::uint64_t ids : request_.prompt_id_counts) prompt_tokens = std::max(prompt_tokens, ids);
+  if (chat && request_.chat.truncate_prompt_tokens) {
+    // vLLM keeps the last N tokens (-1: as many as the window leaves) and
+    // refuses an N the window cannot hold.
+    const std::int64_t n = *request_.chat.truncate_prompt_tokens;
+    const std::uint64_t input_room = limits.window_tokens > admitted.output_budget ? limits.window_tokens - admitted.output_budget : 0;
+    if (n >= 0 && static_cast<std::uint64_t>(n) > input_room) {
+      return invalid("truncate_prompt_tokens", "truncate_prompt_tokens=" + std::to_string(n) +
+                                                   " cannot be greater than max_model_len - max_tokens = " +
+                                                   std::to_string(input_room) + ".");
+    }
+    prompt_tokens = std::min<std::uint64_t>(prompt_tokens, n < 0 ? input_room : static_cast<std::uint64_t>(n));
+  }
+  const std::uint64_t needed = prompt_tokens + fixed;
+  if (needed > limits.window_tokens) {
+    Refused refused;
+    refused.param = chat ? "messages" : "prompt";
+    refused.code = "context_length_exceeded";
+    refused.message = contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat);
+    return refused;
+  }
   admitted.prompt_tokens = prompt_tokens;
+  const std::size_t sequences = chat ? 1 : request_.prompt_texts.size() + request_.prompt_id_counts.size();
+  if (admitted.counted && images == 0 && sequences == 1) admitted.expected_usage_prompt_tokens = prompt_tokens;
   admitted.stream = request_.stream;
   admitted.include_usage = request_.include_usage;
   admitted.has_stream_options = request_.has_stream_options;

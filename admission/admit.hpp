@@ -3,9 +3,11 @@
 // issue 4 (size, shape, model, images, output budget, window, tokenizer),
 // and answers with a Verdict.
 //
-// One Admitter per thread: it owns the JSON parser, the token counter's
-// caches (which make a long conversation's next turn cheap) and the render
-// buffer. The tokenizer behind it is shared and immutable.
+// One Admitter per thread: it owns the JSON parser, the arena the chat
+// template renders in, the token counter's caches (which make a long
+// conversation's next turn cheap) and the prompt buffer. The tokenizer and
+// the chat template behind it are shared and immutable.
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -14,7 +16,8 @@
 #include "admission/admission_limits.hpp"
 #include "admission/endpoint.hpp"
 #include "admission/request_scan.hpp"
-#include "admission/template/chat_encoder.hpp"
+#include "admission/template/chat_template.hpp"
+#include "admission/template/jinja/arena.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/verdict.hpp"
 
@@ -22,10 +25,12 @@ namespace dpgate::admission {
 
 class Admitter {
  public:
-  // A null tokenizer (or one the template cannot use) leaves the Admitter
-  // able to refuse and to admit on the fast path only; requests that need
-  // counting get 503 tokenizer_unavailable. `error()` says why.
-  Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::string_view template_name);
+  // A null tokenizer or chat template leaves the Admitter able to refuse and
+  // to admit on the byte-bound fast path only; requests that need counting
+  // get 503 tokenizer_unavailable. `error()` says why. `unix_now` gives the
+  // time a template's strftime_now() formats (null: the epoch).
+  Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
+           std::function<std::int64_t()> unix_now = {});
 
   // `capacity_bytes` >= body.size() + kScanPaddingBytes (readable bytes from
   // body.data()) avoids copying the body; see RequestScanner.
@@ -34,14 +39,34 @@ class Admitter {
     return admit(body, body.size(), endpoint, limits);
   }
 
+  // A chat completions body's prompt tokens as the backend counts them
+  // (the tokens CLI and the simulator). `prompt()` holds the rendered prompt
+  // until the next call.
+  struct ChatCount {
+    bool ok = false;
+    std::uint64_t prompt_tokens = 0;
+    std::uint32_t images = 0;
+    std::string param;  // on failure: the field to blame
+    std::string error;
+  };
+  ChatCount countChat(std::string_view body);
+  const std::string& prompt() const { return prompt_; }
+
   const std::string& error() const { return error_; }
-  bool canCount() const { return counter_.has_value() && encoder_ != nullptr; }
+  bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
 
  private:
-  std::unique_ptr<ChatEncoder> encoder_;
-  std::optional<TokenCounter> counter_;
+  // Renders request_.chat into prompt_; a refusal when the template refuses.
+  std::optional<Refused> renderPrompt(std::size_t body_bytes);
+  // Exact tokens of prompt_ with the request's add_special_tokens and truncation applied.
+  TokenCount countPrompt();
+
   std::shared_ptr<const Tokenizer> tokenizer_;
+  std::shared_ptr<const ChatTemplate> chat_template_;
+  std::function<std::int64_t()> unix_now_;
+  std::optional<TokenCounter> counter_;
   std::string error_;
+  jinja::Arena arena_;
   RequestScanner scanner_;
   ScannedRequest request_;
   std::string prompt_;  // rendered chat prompt, reused across requests

@@ -1,6 +1,7 @@
 #pragma once
 // A single pass over a /v1/chat/completions or /v1/completions body with
-// simdjson On-Demand: reads the fields admission judges and skips the rest
+// simdjson On-Demand: reads the fields admission judges and the ones vLLM
+// hands the chat template (docs/VLLM_RENDERING.md), and skips the rest
 // (base64 image URLs are type-checked, never unescaped or copied).
 //
 // Every string_view in a ScannedRequest points into the scanner's parser
@@ -32,6 +33,9 @@ struct ScannedInteger {
   std::string_view text;  // the number as written
 };
 
+// tool_choice as sent: unset (absent), null, "none", "auto", "required", or a named function.
+enum class ToolChoice : std::uint8_t { unset, null, none, auto_, required, named };
+
 struct ScannedRequest {
   bool has_model = false;
   std::string_view model;
@@ -48,6 +52,8 @@ struct ScannedRequest {
   std::size_t open_brace_offset = 0;
 
   ChatRequest chat;  // chat completions
+  ToolChoice tool_choice = ToolChoice::unset;
+  std::string_view tool_choice_name;
   // Completions: `prompt` strings (one per sequence) or token-id arrays
   // (their lengths); a request has one form or the other.
   std::vector<std::string_view> prompt_texts;
@@ -68,8 +74,10 @@ class RequestScanner {
 
   // `capacity_bytes` >= body.size() + kScanPaddingBytes lets the scan read
   // the body in place; otherwise it is copied into a padded buffer first.
+  // Values of the chat request (tools, tool calls, template kwargs) are
+  // built in `arena`, which the caller resets between requests.
   std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
-                                ScannedRequest& out);
+                                jinja::Arena& arena, ScannedRequest& out);
 
  private:
   struct Impl;

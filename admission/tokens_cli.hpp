@@ -1,10 +1,12 @@
 #pragma once
-// `dpgate tokens --tokenizer PATH [--template deepseek-v3] [--jsonl]`
+// `dpgate tokens --tokenizer PATH [--chat-template FILE] [--jsonl] [--show-prompt]`
 //
 // Reads raw text on stdin and prints {"tokens":N}. With --jsonl, each stdin
 // line is a JSON value: a string -> {"tokens":N}; an object (a chat
-// completions body) -> {"prompt_tokens":N,"images":K}; one output line per
-// input line, a bad line gets {"error":"..."} and the rest continue.
+// completions body, rendered with the model's chat template as vLLM renders
+// it) -> {"prompt_tokens":N,"images":K[,"prompt":"..."]}; one output line per
+// input line, a bad line (or one the template refuses) gets
+// {"error":"..."} and the rest continue.
 // Fatal errors (usage, tokenizer load, invalid UTF-8 in raw mode) print a
 // message on stderr and return non-zero.
 #include <iosfwd>

@@ -2,6 +2,7 @@
 // The outcome of admission: forward the request (with what routing and
 // metrics need) or answer it with an OpenAI-shaped error.
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
@@ -11,6 +12,11 @@ namespace dpgate::admission {
 struct Admitted {
   std::uint64_t prompt_tokens = 0;  // exact, or the byte-level upper bound when `counted` is false
   bool counted = true;              // false: admitted on the fast path without tokenizing
+  // The prompt tokens the backend's usage.prompt_tokens must report, when
+  // dpgate knows them exactly: counted, no images (their tokens are only
+  // reserved), and one sequence (vLLM's usage sums a completions request's
+  // prompts, while prompt_tokens is the longest one's). Unset otherwise.
+  std::optional<std::uint64_t> expected_usage_prompt_tokens;
   std::uint32_t images = 0;
   std::uint64_t output_budget = 0;
   // True when the client sent no max_tokens / max_completion_tokens: the

@@ -50,8 +50,11 @@ struct ModelConfig {
     uint64_t max_output_tokens = 32768;
     uint64_t image_reserve_tokens = 1024;
     uint64_t max_images = 640;
-    std::string tokenizer;  // path to an HF tokenizer.json; empty = none
-    std::string template_name = "deepseek-v3";  // YAML key: template
+    std::string tokenizer;  // an HF tokenizer.json or its directory; empty = none
+    // A Jinja chat template (vLLM's --chat-template); empty: the one beside
+    // the tokenizer (chat_template.jinja or tokenizer_config.json's).
+    std::string chat_template;
+    std::string chat_template_content_format = "auto";  // auto | string | openai
 
     bool operator==(const ModelConfig&) const = default;
 };

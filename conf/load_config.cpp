@@ -76,6 +76,15 @@ public:
 private:
     std::string readPath(const Field& field) { return resolvePath(base_dir_, readString(field)); }
 
+    void requireFileOrDirectory(const Field& field, const std::string& path) {
+        if (!options_.check_files || path.empty()) return;
+        std::error_code ec;
+        if (!std::filesystem::exists(path, ec)) fail(field, "file not found: " + path);
+        if (std::filesystem::is_directory(path, ec) &&
+            !std::filesystem::is_regular_file(std::filesystem::path(path) / "tokenizer.json", ec))
+            fail(field, "no tokenizer.json in " + path);
+    }
+
     void requireFile(const Field& field, const std::string& path) {
         if (!options_.check_files || path.empty()) return;
         std::error_code ec;
@@ -181,8 +190,13 @@ private:
     }
 
     void readModel(const Field& field) {
+        // model.template named a hand-written encoder; say where the template comes from now.
+        if (auto f = MappingReader::anyKeys(field).get("template")) {
+            fail(*f, "removed: the chat template is the model's own (the tokenizer_config.json beside model.tokenizer), "
+                     "or a Jinja file given as model.chat_template");
+        }
         const MappingReader m(field, {"id", "aliases", "window_tokens", "max_output_tokens", "image_reserve_tokens",
-                                      "max_images", "tokenizer", "template"});
+                                      "max_images", "tokenizer", "chat_template", "chat_template_content_format"});
         ModelConfig& model = config_.model;
         if (auto f = m.get("id")) {
             model.id = readString(*f);
@@ -213,12 +227,17 @@ private:
         if (auto f = m.get("max_images")) model.max_images = readUint(*f, 0, 1'000'000);
         if (auto f = m.get("tokenizer")) {
             model.tokenizer = readPath(*f);
-            requireFile(*f, model.tokenizer);
+            requireFileOrDirectory(*f, model.tokenizer);
         }
-        if (auto f = m.get("template")) {
-            model.template_name = readString(*f);
-            if (model.template_name != "deepseek-v3")
-                fail(*f, "unknown template \"" + model.template_name.substr(0, 40) + "\"; supported: deepseek-v3");
+        if (auto f = m.get("chat_template")) {
+            model.chat_template = readPath(*f);
+            requireFile(*f, model.chat_template);
+        }
+        if (auto f = m.get("chat_template_content_format")) {
+            model.chat_template_content_format = readString(*f);
+            const std::string& v = model.chat_template_content_format;
+            if (v != "auto" && v != "string" && v != "openai")
+                fail(*f, "expected auto, string or openai, got \"" + v.substr(0, 40) + "\"");
         }
     }
 

@@ -113,6 +113,11 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     out.append(std::to_string(r.retries));
     appendField(out, "rejection");
     if (r.rejection.empty()) out.append("null"); else appendJsonString(out, r.rejection);
+    if (r.count_mismatch) {
+        appendField(out, "count_mismatch");
+        out.append("{\"dpgate\":").append(std::to_string(r.count_mismatch->dpgate));
+        out.append(",\"backend\":").append(std::to_string(r.count_mismatch->backend)).append("}");
+    }
     out.append("}\n");
     return out;
 }

@@ -39,6 +39,13 @@ struct AccessRecord {
     uint64_t bytes_out = 0;    // response body as relayed
     uint32_t retries = 0;
     std::string rejection;  // the error code of a refusal (context_length_exceeded, invalid_api_key, ...)
+    // dpgate's prompt count and the backend's usage.prompt_tokens, when they
+    // differ (count_check.hpp); the line has no count_mismatch when they agree.
+    struct CountMismatch {
+        uint64_t dpgate = 0;
+        uint64_t backend = 0;
+    };
+    std::optional<CountMismatch> count_mismatch;
 };
 
 // The record as one JSON object and a newline. Pure, for tests.

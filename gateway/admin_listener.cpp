@@ -168,6 +168,7 @@ http::response<http::string_body> AdminListener::status() const {
                              {"routing_mode", conf::toString(server_.config().routing.mode)},
                              {"open_connections", server_.openConnections().load()},
                              {"requests_in_flight", server_.requestsInFlight().load()},
+                             {"last_count_mismatch", server_.countCheck().lastMismatch()},
                              {"backends", std::move(list)}};
     return jsonResponse(200, status);
 }

@@ -3,6 +3,7 @@
 #include "conf/config.hpp"
 #include "conf/keys_cli.hpp"
 #include "gateway/log.hpp"
+#include "gateway/model_files.hpp"
 #include "gateway/server.hpp"
 
 #include <sys/resource.h>
@@ -25,8 +26,9 @@ usage:
   dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]
   dpgate keys list --file F | dpgate keys remove NAME --file F
                                   manage client API keys (the key is printed once; only its hash is stored)
-  dpgate tokens --tokenizer PATH [--template deepseek-v3] [--jsonl]
-                                  exact token counts of stdin (text, or chat bodies per line)
+  dpgate tokens --tokenizer PATH [--chat-template FILE] [--jsonl] [--show-prompt]
+                                  exact token counts of stdin (text, or chat bodies per line,
+                                  rendered with the model's chat template as vLLM does)
   dpgate --version                print the version
   dpgate --help                   this text
 
@@ -94,8 +96,17 @@ int main(int argc, char** argv) {
             return 1;
         }
         if (command == "check") {
+            // The model's files too: a template that does not parse fails here, not at start.
+            gateway::ModelFiles files;
+            try {
+                files = gateway::loadModelFiles(config.model);
+            } catch (const std::exception& e) {
+                std::cerr << "conf: " << path << ": " << e.what() << "\n";
+                return 1;
+            }
             std::cout << "conf: " << path << ": ok (" << config.backends.size() << " backends, window "
-                      << config.model.window_tokens << ")\n";
+                      << config.model.window_tokens << ")\n"
+                      << files.summary;
             return 0;
         }
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));

@@ -174,6 +174,7 @@ awaitable<bool> Relay::run() {
     // Tokens of every stream are counted: a client that did not ask for the
     // usage chunk gets the stream without it.
     stream_usage_added_ = admitted.stream && !admitted.has_stream_options && server.config().metrics.stream_usage;
+    checked_prompt_tokens_ = admitted.expected_usage_prompt_tokens;
 
     BackendRegistry& backends = server.backends();
     std::shared_ptr<const RoutingTable> table = backends.routingTable();
@@ -555,6 +556,9 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     } else {
         record_.usage = metrics::parseUsageJson(answer_copy);
     }
+    if (record_.usage && checked_prompt_tokens_)
+        record_.count_mismatch = worker.server().countCheck().compare(
+            backend, rank, request_id_, *checked_prompt_tokens_, record_.usage->prompt_tokens);
     if (record_.usage && work_slot_ != SIZE_MAX) {
         // What the rank really computed replaces what was expected.
         const double computed = double(record_.usage->prompt_tokens) - double(record_.usage->cached_prompt_tokens);

@@ -16,6 +16,7 @@
 
 #include <array>
 #include <memory>
+#include <optional>
 #include <string>
 
 namespace dpgate::gateway {
@@ -67,6 +68,10 @@ private:
     // dpgate added stream_options.include_usage upstream: the usage chunk
     // is removed from what the client sees.
     bool stream_usage_added_ = false;
+    // dpgate's exact prompt count, for the answer's usage to be checked
+    // against (count_check.hpp); unset when admission cannot know it
+    // (Admitted::expected_usage_prompt_tokens).
+    std::optional<uint64_t> checked_prompt_tokens_;
     std::shared_ptr<ClientWatch> watch_;
     // The prefill work this request puts on its slot (its prompt tokens not
     // expected in cache there), from the moment it is sent until its prefill

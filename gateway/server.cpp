@@ -20,16 +20,18 @@ conf::Config withThreads(conf::Config config) {
     return config;
 }
 
-// Counting is what admission rests on: a configured tokenizer that does not
-// load stops the process instead of letting requests through uncounted.
-std::shared_ptr<const admission::Tokenizer> loadTokenizer(const conf::ModelConfig& model) {
-    if (model.tokenizer.empty()) {
-        logLine(LogLevel::warn, "model.tokenizer is not set: requests that need an exact count get 503");
-        return nullptr;
+// Counting is what admission rests on: a configured tokenizer or chat
+// template that does not load stops the process instead of letting requests
+// through uncounted.
+ModelFiles loadAndReport(const conf::ModelConfig& model) {
+    ModelFiles files = loadModelFiles(model);
+    std::string_view summary = files.summary;
+    while (!summary.empty()) {
+        const size_t end = summary.find('\n');
+        logLine(files.chat_template ? LogLevel::info : LogLevel::warn, std::string(summary.substr(0, end)));
+        summary = end == std::string_view::npos ? std::string_view() : summary.substr(end + 1);
     }
-    admission::TokenizerLoad load = admission::Tokenizer::load(model.tokenizer);
-    if (!load.tokenizer) throw std::runtime_error("model.tokenizer: " + model.tokenizer + ": " + load.error);
-    return load.tokenizer;
+    return files;
 }
 }  // namespace
 
@@ -48,12 +50,13 @@ conf::Config withPlainUpstreams(conf::Config config) {
 Server::Server(conf::Config config)
     : config_(withThreads(withPlainUpstreams(std::move(config)))),
       current_(&config_),
-      tokenizer_(loadTokenizer(config_.model)),
+      model_files_(loadAndReport(config_.model)),
       keys_(std::make_shared<const conf::KeyStore>(config_.auth, config_.admin)),
       access_log_(AccessLogSink::open(config_.log.access)),
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
       key_limiter_(std::make_shared<conf::KeyLimiter>(config_.auth)),
-      backends_(config_) {
+      backends_(config_),
+      count_check_(metrics_, config_.backends) {
     idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
@@ -131,7 +134,9 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.threads != next.threads) return "threads";
     if (running.model.id != next.model.id) return "model.id";
     if (running.model.tokenizer != next.model.tokenizer) return "model.tokenizer";
-    if (running.model.template_name != next.model.template_name) return "model.template";
+    if (running.model.chat_template != next.model.chat_template) return "model.chat_template";
+    if (running.model.chat_template_content_format != next.model.chat_template_content_format)
+        return "model.chat_template_content_format";
     if (running.routing.mode != next.routing.mode) return "routing.mode";
     if (running.backends.size() != next.backends.size()) return "backends";
     for (size_t i = 0; i < running.backends.size(); ++i) {

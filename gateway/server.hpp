@@ -6,8 +6,10 @@
 #include "conf/config.hpp"
 #include "conf/key_limiter.hpp"
 #include "conf/key_store.hpp"
+#include "gateway/model_files.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/backend_registry.hpp"
+#include "gateway/count_check.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
 
@@ -47,6 +49,8 @@ public:
     // A request releases on the limiter it acquired from, even across a reload.
     std::shared_ptr<conf::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
+    // dpgate's prompt counts against the backends' usage (count_check.hpp).
+    CountCheck& countCheck() { return count_check_; }
     // Where access-log lines go; reopened on reload (log rotation).
     std::shared_ptr<AccessLogSink> accessLog() const { return std::atomic_load(&access_log_); }
     // The client listener's TLS context (null: plain HTTP); rebuilt on
@@ -54,7 +58,8 @@ public:
     std::shared_ptr<net::ssl::context> tlsContext() const { return std::atomic_load(&tls_); }
     // Null when no tokenizer is configured: admission then admits only what
     // fits the window by the byte bound and answers 503 for the rest.
-    const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return tokenizer_; }
+    const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return model_files_.tokenizer; }
+    const std::shared_ptr<const admission::ChatTemplate>& chatTemplate() const { return model_files_.chat_template; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
     std::atomic<size_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
@@ -68,13 +73,14 @@ private:
     std::vector<std::unique_ptr<const conf::Config>> reloaded_;  // later epochs, never freed
     std::atomic<const conf::Config*> current_;
     std::mutex reload_mutex_;
-    std::shared_ptr<const admission::Tokenizer> tokenizer_;
+    ModelFiles model_files_;
     std::shared_ptr<const conf::KeyStore> keys_;
     std::shared_ptr<AccessLogSink> access_log_;
     std::shared_ptr<net::ssl::context> tls_;
     metrics::GatewayMetrics metrics_;
     std::shared_ptr<conf::KeyLimiter> key_limiter_;
     BackendRegistry backends_;
+    CountCheck count_check_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.
     std::atomic<int64_t> open_connections_{0};

@@ -13,7 +13,9 @@ namespace dpgate::gateway {
 Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
-      admitter_(server.tokenizer(), server.config().model.template_name),
+      admitter_(server.tokenizer(), server.chatTemplate(),
+                [] { return std::chrono::duration_cast<std::chrono::seconds>(
+                                std::chrono::system_clock::now().time_since_epoch()).count(); }),
       random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)

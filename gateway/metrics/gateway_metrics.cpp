@@ -66,6 +66,16 @@ GatewayMetrics::GatewayMetrics()
           registry.gauge("dpgate_public_window_tokens", "Context window advertised to clients, in tokens.").with({})),
       stream_aborts(registry.counter("dpgate_stream_aborts_total",
                                      "Streams cut before completion, by the side that went away (client or upstream).",
-                                     {"side"})) {}
+                                     {"side"})),
+      // gateway/count_check.hpp: dpgate's exact prompt count against the backend's usage.
+      count_checks(registry.counter("dpgate_count_checks_total",
+                                    "Answers whose usage.prompt_tokens was compared with dpgate's own exact count "
+                                    "(chat requests without images), per backend.",
+                                    {"backend"})),
+      count_mismatches(registry.counter(
+          "dpgate_count_mismatches_total",
+          "Compared answers whose usage.prompt_tokens differed from dpgate's count: the backend's chat template or "
+          "tokenizer is not dpgate's, so its window refusals are wrong. Per backend.",
+          {"backend"})) {}
 
 }  // namespace dpgate::metrics

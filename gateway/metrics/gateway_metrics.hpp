@@ -35,6 +35,8 @@ struct GatewayMetrics {
     Counter& flips;                         // dpgate_flips_total
     Gauge& public_window_tokens;            // dpgate_public_window_tokens
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
+    CounterFamily& count_checks;            // dpgate_count_checks_total{backend}
+    CounterFamily& count_mismatches;        // dpgate_count_mismatches_total{backend}
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
         m.inflight_requests.with({"primary", "0"}).set(1);
         m.backend_up.with({"primary", "primary"}).set(1);
         m.stream_aborts.with({"client"}).inc();
+        m.count_checks.with({"primary"}).inc(40);
+        m.count_mismatches.with({"primary"}).inc(0);
         m.public_window_tokens.set(1048576);
         std::cout << m.render();
         return 0;

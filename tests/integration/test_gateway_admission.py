@@ -81,7 +81,8 @@ def test_unknown_model_is_404(small_window):
 
 
 @pytest.mark.parametrize("raw", [b"", b"[]", b'{"model":', b'{"model":"%s","messages":"hi"}' % MODEL.encode(),
-                                 b'{"model":"%s","messages":[{"role":"wizard","content":"x"}]}' % MODEL.encode(),
+                                 b'{"model":"%s","tool_choice":"required","messages":[{"role":"user","content":"x"}]}'
+                                 % MODEL.encode(),
                                  b'{"model":"%s","messages":[{"role":"user","content":"\\ud800"}]}' % MODEL.encode(),
                                  b'{"model":"%s","messages":[]} trailing' % MODEL.encode(),
                                  b'{"model":"%s","max_tokens":1e400,"messages":[]}' % MODEL.encode()])

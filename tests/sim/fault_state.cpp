@@ -38,15 +38,33 @@ std::optional<FaultMode> parseFaultMode(std::string_view name) {
   return std::nullopt;
 }
 
-std::optional<FaultConfig> parseFaultJson(std::string_view body, std::string& error) {
+std::optional<FaultConfig> parseFaultJson(std::string_view body, const FaultConfig& current, std::string& error) {
   auto doc = nlohmann::json::parse(body, nullptr, /*allow_exceptions=*/false);
   if (doc.is_discarded() || !doc.is_object()) {
     error = "fault body must be a JSON object like {\"mode\":\"hang\"}";
     return std::nullopt;
   }
+  std::int64_t count_offset = current.count_offset;
+  if (auto offset_it = doc.find("count_offset"); offset_it != doc.end()) {
+    const bool in_range =
+        offset_it->is_number_unsigned()
+            ? offset_it->get<std::uint64_t>() <= static_cast<std::uint64_t>(kMaxCountOffset)
+            : offset_it->is_number_integer() && offset_it->get<std::int64_t>() >= -kMaxCountOffset;
+    if (!in_range) {
+      error = "fault field \"count_offset\" must be an integer in [-" + std::to_string(kMaxCountOffset) + ", " +
+              std::to_string(kMaxCountOffset) + "]";
+      return std::nullopt;
+    }
+    count_offset = offset_it->get<std::int64_t>();
+    if (!doc.contains("mode")) {
+      FaultConfig config = current;
+      config.count_offset = count_offset;
+      return config;
+    }
+  }
   auto mode_it = doc.find("mode");
   if (mode_it == doc.end() || !mode_it->is_string()) {
-    error = "fault body needs a string \"mode\"";
+    error = "fault body needs a string \"mode\" (or a \"count_offset\")";
     return std::nullopt;
   }
   auto mode = parseFaultMode(mode_it->get<std::string>());
@@ -57,6 +75,7 @@ std::optional<FaultConfig> parseFaultJson(std::string_view body, std::string& er
   }
   FaultConfig config;
   config.mode = *mode;
+  config.count_offset = count_offset;
   auto read_uint = [&](const char* key, auto& target) {
     auto it = doc.find(key);
     if (it == doc.end()) return true;
@@ -121,6 +140,7 @@ std::string faultToJson(const FaultConfig& fault) {
       {"after_chunks", fault.after_chunks},
       {"chunk_delay_ms", fault.chunk_delay_ms},
   };
+  if (fault.count_offset != 0) doc["count_offset"] = fault.count_offset;
   return doc.dump();
 }
 

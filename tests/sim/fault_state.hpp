@@ -24,16 +24,25 @@ struct FaultConfig {
   int status = 500;
   std::uint64_t after_chunks = 1;
   std::uint64_t chunk_delay_ms = 100;
+  // Not a failure mode but a lie, kept across mode changes: usage reports
+  // prompt_tokens = counted + count_offset (at least 0), so a test can prove
+  // that the gateway notices a backend that counts differently.
+  std::int64_t count_offset = 0;
 };
+
+inline constexpr std::int64_t kMaxCountOffset = std::int64_t{1} << 40;
 
 std::string_view faultModeName(FaultMode mode);
 std::optional<FaultMode> parseFaultMode(std::string_view name);
 
-// `{"mode":"status","status":503}` -> FaultConfig; fields not given keep the
-// defaults above. Returns nullopt and sets `error` on a bad document.
-std::optional<FaultConfig> parseFaultJson(std::string_view body, std::string& error);
+// `{"mode":"status","status":503}` -> FaultConfig. A body with "mode" sets
+// the failure mode, its fields not given taking the defaults above; one
+// with "count_offset" sets the offset; what the body does not name stays as
+// in `current`. Returns nullopt and sets `error` on a bad document.
+std::optional<FaultConfig> parseFaultJson(std::string_view body, const FaultConfig& current, std::string& error);
 // CLI form: MODE or MODE:N, N being the status, after_chunks or chunk_delay_ms.
 std::optional<FaultConfig> parseFaultSpec(std::string_view spec, std::string& error);
+// count_offset is shown only when it is not 0.
 std::string faultToJson(const FaultConfig& fault);
 
 // The current fault, read by every request and written by POST /sim/fault.

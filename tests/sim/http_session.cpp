@@ -217,7 +217,7 @@ net::awaitable<bool> HttpSession::serveControl(Request& request, std::string_vie
   }
   if (path == "/sim/fault" && method == http::verb::post) {
     std::string error;
-    auto fault = parseFaultJson(request.body(), error);
+    auto fault = parseFaultJson(request.body(), context_.faults.get(), error);
     if (!fault) co_return co_await writeError(request, 400, error);
     context_.faults.set(*fault);
     if (fault->mode == FaultMode::kRefuse) context_.connections.closeIdleApiConnections();
@@ -255,6 +255,14 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
   PromptDigest digest;
   std::string error;
   if (!digestRequest(request.body(), kind, digest, error)) co_return co_await writeError(request, 400, error);
+  // What the server counts: pseudo-tokens, or with --tokenizer the real count.
+  std::uint64_t counted_tokens = digest.prompt_tokens;
+  if (context_.real_counter) {
+    auto real = kind == ApiKind::kChat ? context_.real_counter->count(request.body(), error)
+                                       : context_.real_counter->countCompletion(request.body(), error);
+    if (!real) co_return co_await writeError(request, 400, error);
+    counted_tokens = *real;
+  }
 
   int rank = 0;
   auto header = request.find(kRankRequestHeader);
@@ -270,17 +278,20 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
     rank = static_cast<int>(context_.round_robin++ % static_cast<std::uint64_t>(options.dp_ranks));
   }
 
-  const std::uint64_t prompt_tokens = digest.prompt_tokens;
   const std::uint64_t requested_output = digest.max_tokens.value_or(0);
-  if (prompt_tokens + requested_output > options.window_tokens) {
+  if (counted_tokens + requested_output > options.window_tokens) {
     co_return co_await writeError(
         request, 400,
         "This model's maximum context length is " + std::to_string(options.window_tokens) +
-            " tokens. However, you requested " + std::to_string(prompt_tokens + requested_output) +
-            " tokens (" + std::to_string(prompt_tokens) + " in the messages, " +
+            " tokens. However, you requested " + std::to_string(counted_tokens + requested_output) +
+            " tokens (" + std::to_string(counted_tokens) + " in the messages, " +
             std::to_string(requested_output) +
             " in the completion). Please reduce the length of the messages or completion.");
   }
+  // The count this server reports (usage, /metrics): off by count_offset
+  // when the test asks it to lie.
+  const std::int64_t offset_tokens = static_cast<std::int64_t>(counted_tokens) + fault.count_offset;
+  const std::uint64_t prompt_tokens = offset_tokens < 0 ? 0 : static_cast<std::uint64_t>(offset_tokens);
 
   InFlightGuard guard(stats, rank);
   auto& counters = stats.rank(rank);
@@ -294,10 +305,13 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
   plan.include_usage = digest.include_usage;
   plan.usage.prompt_tokens = prompt_tokens;
   // vLLM always computes at least the last prompt token, so a full hit drops
-  // the last block.
+  // the last block. The cache matches pseudo-token blocks of the canonical
+  // text; a hit is capped below the counted prompt (the real one with
+  // --tokenizer) and never exceeds the reported one.
   std::uint64_t cached_blocks = cache.matchBlocks(digest.block_hashes);
-  std::uint64_t max_cacheable_blocks = prompt_tokens == 0 ? 0 : (prompt_tokens - 1) / PromptHasher::kBlockTokens;
-  plan.usage.cached_tokens = std::min(cached_blocks, max_cacheable_blocks) * PromptHasher::kBlockTokens;
+  std::uint64_t max_cacheable_blocks = counted_tokens == 0 ? 0 : (counted_tokens - 1) / PromptHasher::kBlockTokens;
+  plan.usage.cached_tokens =
+      std::min(std::min(cached_blocks, max_cacheable_blocks) * PromptHasher::kBlockTokens, prompt_tokens);
   if (kind == ApiKind::kChat && digest.tool_call_name) {
     plan.tool_call_name = digest.tool_call_name;
     plan.usage.completion_tokens = 2;  // the call's header chunk and its arguments chunk
@@ -307,7 +321,8 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
                                             options.max_output_tokens);
     plan.finish_reason = digest.max_tokens && *digest.max_tokens <= options.max_output_tokens ? "length" : "stop";
   }
-  plan.prefill = std::chrono::microseconds(options.prefill_us_per_token * (prompt_tokens - plan.usage.cached_tokens));
+  const std::uint64_t computed_tokens = counted_tokens - std::min(counted_tokens, plan.usage.cached_tokens);
+  plan.prefill = std::chrono::microseconds(options.prefill_us_per_token * computed_tokens);
   plan.per_token = std::chrono::microseconds(options.decode_us_per_token);
   if (fault.mode == FaultMode::kSlow) plan.per_token += std::chrono::milliseconds(fault.chunk_delay_ms);
   counters.prompt_tokens += prompt_tokens;

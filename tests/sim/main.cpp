@@ -45,6 +45,13 @@ int main(int argc, char** argv) {
 
   // Declared before the io_context so it outlives the sessions it destroys.
   SimContext context(*options);
+  if (!options->tokenizer_path.empty()) {
+    context.real_counter = RealPromptCounter::load(options->tokenizer_path, options->chat_template_path, error);
+    if (!context.real_counter) {
+      std::cerr << "dpgate-sim: " << error << "\n";
+      return 2;
+    }
+  }
   boost::asio::io_context io(options->threads);
   SimServer server(io, context);
   boost::asio::ip::tcp::endpoint endpoint;

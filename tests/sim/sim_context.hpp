@@ -8,6 +8,7 @@
 #include "connection_registry.hpp"
 #include "fault_state.hpp"
 #include "prefix_cache.hpp"
+#include "real_prompt_counter.hpp"
 #include "sim_options.hpp"
 #include "sim_stats.hpp"
 
@@ -25,6 +26,9 @@ struct SimContext {
   FaultState faults;
   SimStats stats;
   std::vector<std::unique_ptr<PrefixCache>> caches;  // one per DP rank
+  // Set before serving when --tokenizer is given: prompt tokens are then
+  // counted as a real server counts them, else pseudo-tokens.
+  std::unique_ptr<RealPromptCounter> real_counter;
   ConnectionRegistry connections;
   std::atomic<std::uint64_t> round_robin{0};
   std::atomic<std::uint64_t> next_request_id{0};

@@ -85,11 +85,30 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
     } else if (flag == "--fault") {
       auto fault = parseFaultSpec(value, error);
       if (!fault) return std::nullopt;
+      fault->count_offset = options.fault.count_offset;
       options.fault = *fault;
+    } else if (flag == "--tokenizer") {
+      options.tokenizer_path = std::string(value);
+    } else if (flag == "--chat-template") {
+      options.chat_template_path = std::string(value);
+    } else if (flag == "--count-offset") {
+      std::int64_t offset = 0;
+      auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), offset);
+      if (ec != std::errc{} || end != value.data() + value.size() || value.empty() || offset < -kMaxCountOffset ||
+          offset > kMaxCountOffset) {
+        error = "--count-offset: expected an integer in [-" + std::to_string(kMaxCountOffset) + ", " +
+                std::to_string(kMaxCountOffset) + "], got \"" + std::string(value) + "\"";
+        return std::nullopt;
+      }
+      options.fault.count_offset = offset;
     } else {
       error = "unknown flag " + std::string(flag);
       return std::nullopt;
     }
+  }
+  if (!options.chat_template_path.empty() && options.tokenizer_path.empty()) {
+    error = "--chat-template needs --tokenizer";
+    return std::nullopt;
   }
   return options;
 }

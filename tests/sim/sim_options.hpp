@@ -20,7 +20,11 @@ struct SimOptions {
   std::uint64_t decode_us_per_token = 0;
   std::uint64_t max_output_tokens = 16;
   int threads = 1;
-  FaultConfig fault;
+  // --tokenizer: count prompt tokens with dpgate's admission library (see
+  // real_prompt_counter.hpp) instead of pseudo-tokens.
+  std::string tokenizer_path;
+  std::string chat_template_path;  // --chat-template (refused for now)
+  FaultConfig fault;  // with --count-offset in fault.count_offset
 };
 
 inline constexpr const char* kSimUsage =
@@ -28,6 +32,7 @@ inline constexpr const char* kSimUsage =
     "                  [--window TOKENS] [--model NAME] [--cache-tokens N]\n"
     "                  [--prefill-us-per-token US] [--decode-us-per-token US]\n"
     "                  [--max-output TOKENS] [--threads N] [--fault MODE[:N]]\n"
+    "                  [--tokenizer PATH [--chat-template FILE]] [--count-offset N]\n"
     "Fault modes: none refuse status[:CODE] hang cut_stream[:AFTER_CHUNKS]\n"
     "             slow[:CHUNK_DELAY_MS] unhealthy\n";
 

@@ -75,6 +75,10 @@ std::string describe(const Verdict& v) {
 
 int main() {
   const auto loaded = Tokenizer::load(DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3");
+  std::string template_error;
+  ChatTemplate::LoadOptions template_options;
+  template_options.tokenizer = DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3";
+  const auto chat_template = ChatTemplate::load(template_options, template_error);
   if (loaded.tokenizer == nullptr) {
     std::fprintf(stderr, "%s\n", loaded.error.c_str());
     return 1;
@@ -84,7 +88,7 @@ int main() {
   std::printf("%-34s %12s %14s %14s %9s  %s\n", "case", "body bytes", "admit us", "nlohmann us", "ratio", "verdict");
 
   {  // 2 KB chat request, warm Admitter.
-    Admitter admitter(loaded.tokenizer, "deepseek-v3");
+    Admitter admitter(loaded.tokenizer, chat_template);
     const std::string body = padded(conversation(rng, 4, 400) + "]}");
     Verdict v;
     const double us = bestUs(2000, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
@@ -101,7 +105,7 @@ int main() {
     body = padded(std::move(body));
     b64.clear();
     b64.shrink_to_fit();
-    Admitter admitter(loaded.tokenizer, "deepseek-v3");
+    Admitter admitter(loaded.tokenizer, chat_template);
     const double before = rssMb();
     Verdict v;
     const auto t0 = Clock::now();
@@ -123,7 +127,7 @@ int main() {
     next = padded(next + "]}");
     AdmissionLimits wide = limits;
     wide.window_tokens = 1048576;
-    Admitter admitter(loaded.tokenizer, "deepseek-v3");
+    Admitter admitter(loaded.tokenizer, chat_template);
     Verdict v;
     const double cold = bestUs(1, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, wide); });
     const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });

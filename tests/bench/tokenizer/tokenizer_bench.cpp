@@ -18,7 +18,8 @@
 #include <string>
 #include <vector>
 
-#include "admission/template/chat_encoder.hpp"
+#include "admission/admit.hpp"
+#include "admission/template/chat_template.hpp"
 #include "admission/tokenizer/deepseek_v3_splitter.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 
@@ -411,23 +412,27 @@ int main(int argc, char** argv) {
   }
   std::filesystem::remove_all(tmp);
 
-  // Next turn of a ~1M-token conversation: the previous turn was counted by
-  // the same counter, so only the new messages are tokenized.
+  // Next turn of a ~1M-token conversation, the whole admission path: the
+  // body scanned, rendered with the model's chat template as vLLM renders it,
+  // and counted; the previous turn was counted by the same Admitter, so only
+  // the new messages' text is tokenized.
   std::string error;
-  const auto encoder = makeChatEncoder("deepseek-v3", error);
-  std::vector<std::string> texts;  // storage the request's views point into
-  texts.reserve(4096);
-  ChatRequest request;
+  ChatTemplate::LoadOptions template_options;
+  template_options.tokenizer = dir;
+  const auto chat_template = ChatTemplate::load(template_options, error);
+  if (!chat_template) {
+    std::printf("chat template: %s\n", error.c_str());
+    return 1;
+  }
+  nlohmann::json conversation = nlohmann::json::array();
   auto add = [&](std::string_view role, std::string text) {
-    texts.push_back(std::move(text));
-    ChatMessage m;
-    m.role = role;
-    m.content_null = false;
-    m.text_parts.push_back(texts.back());
-    request.messages.push_back(std::move(m));
+    conversation.push_back({{"role", role}, {"content", std::move(text)}});
+  };
+  auto body = [&] {
+    return nlohmann::json{{"model", "ds-v4.1-flash-1017"}, {"messages", conversation}}.dump();
   };
   add("system", "You are a helpful assistant.");
-  TokenCounter counter(tokenizer);
+  Admitter admitter(tokenizer, chat_template);
   std::uint64_t tokens = 0;
   Rng conv{42};
   while (tokens < 1000000) {
@@ -435,19 +440,21 @@ int main(int argc, char** argv) {
       add("user", generate(12000, [&] { return chatTurn(conv, lexicon); }));
       add("assistant", generate(4000, [&] { return chatTurn(conv, lexicon); }));
     }
-    TokenCounter sizing(tokenizer, noSegmentCache());
-    tokens = encoder->count(request, sizing).prompt_tokens;
+    Admitter sizing(tokenizer, chat_template);
+    tokens = sizing.countChat(body()).prompt_tokens;
   }
   add("user", "And now?");
+  std::string text = body();
   t0 = Clock::now();
-  const PromptCount cold = encoder->count(request, counter);
+  const Admitter::ChatCount cold = admitter.countChat(text);
   const double cold_ms = msSince(t0);
   std::vector<double> next_ms;
   for (int turn = 0; turn < 10; ++turn) {
     add("assistant", generate(3000, [&] { return chatTurn(conv, lexicon); }));
     add("user", generate(2000, [&] { return chatTurn(conv, lexicon); }));
+    text = body();
     t0 = Clock::now();
-    const PromptCount next = encoder->count(request, counter);
+    const Admitter::ChatCount next = admitter.countChat(text);
     next_ms.push_back(msSince(t0));
     if (!next.ok) std::printf("count failed: %s\n", next.error.c_str());
   }
@@ -455,10 +462,8 @@ int main(int argc, char** argv) {
   for (const double ms : next_ms) std::printf(" %.2f", ms);
   std::printf("\n");
   std::sort(next_ms.begin(), next_ms.end());
-  std::size_t prompt_bytes = 0;
-  for (const auto& t : texts) prompt_bytes += t.size();
-  std::printf("\nconversation: %llu tokens, %.1f MB, %zu messages; first count %.1f ms\n",
-              static_cast<unsigned long long>(cold.prompt_tokens), prompt_bytes / 1e6, request.messages.size(), cold_ms);
+  std::printf("\nconversation: %llu tokens, %.1f MB body, %zu messages; first count %.1f ms\n",
+              static_cast<unsigned long long>(cold.prompt_tokens), text.size() / 1e6, conversation.size(), cold_ms);
   std::printf("next turn (new ~5 KB): median %.2f ms, max %.2f ms (target <= 5 ms)\n", next_ms[next_ms.size() / 2], next_ms.back());
   std::printf("\nresident memory at end: %.1f MB (texts and conversation included), peak %.1f MB\n", statusKb("VmRSS:") / 1024.0,
               statusKb("VmHWM:") / 1024.0);

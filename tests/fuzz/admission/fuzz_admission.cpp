@@ -15,7 +15,13 @@ dpgate::admission::Admitter& admitter() {
     const std::string path = dir != nullptr ? dir : DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3";
     auto loaded = dpgate::admission::Tokenizer::load(path);
     if (loaded.tokenizer == nullptr) std::abort();
-    return dpgate::admission::Admitter(loaded.tokenizer, "deepseek-v3");
+    // The model's own chat template, as a served model would have it.
+    std::string error;
+    dpgate::admission::ChatTemplate::LoadOptions options;
+    options.tokenizer = path;
+    auto chat_template = dpgate::admission::ChatTemplate::load(options, error);
+    if (chat_template == nullptr) std::abort();
+    return dpgate::admission::Admitter(loaded.tokenizer, chat_template);
   }();
   return instance;
 }

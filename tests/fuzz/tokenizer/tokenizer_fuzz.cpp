@@ -1,18 +1,14 @@
 // Feeds raw bytes to the tokenizer. Invariants checked on every input:
 // invalid UTF-8 is refused by both count and encode; valid input counts to
-// exactly the number of ids encode returns, with or without caches; chat JSON
-// never crashes the template path.
+// exactly the number of ids encode returns, with or without caches. (Chat
+// bodies and the template path are fuzz_admission's and fuzz_template's.)
 //   fuzz_tokenizer tests/fuzz/tokenizer/corpus
-#include <nlohmann/json.hpp>
-
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <string_view>
 
-#include "admission/template/chat_encoder.hpp"
-#include "admission/template/chat_request_from_json.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/tokenizer/utf8.hpp"
 
@@ -36,8 +32,6 @@ std::shared_ptr<const Tokenizer> loadOnce() {
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const auto tokenizer = loadOnce();
   static TokenCounter warm(tokenizer);
-  static std::string template_error;
-  static const auto encoder = makeChatEncoder("deepseek-v3", template_error);
   const std::string_view text(reinterpret_cast<const char*>(data), size);
 
   TokenCounter cold(tokenizer, TokenCounterLimits{.word_cache_entries = 4, .segment_cache_entries = 2, .min_cached_segment_bytes = 1});
@@ -50,13 +44,5 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   if (valid && (a.tokens != ids.size() || b.tokens != ids.size())) std::abort();
   if (valid && !text.empty() && ids.empty()) std::abort();
 
-  if (size > 0 && data[0] == '{') {
-    const auto body = nlohmann::json::parse(text, nullptr, false);
-    ChatRequest request;
-    if (!body.is_discarded() && !chatRequestFromJson(body, request).has_value()) {
-      const PromptCount count = encoder->count(request, warm);
-      if (count.ok && count.prompt_tokens < 2) std::abort();  // BOS + at least one more token
-    }
-  }
   return 0;
 }

@@ -12,7 +12,7 @@ namespace {
 
 class AdmitTest : public ::testing::Test {
  protected:
-  AdmitTest() : admitter_(test::referenceTokenizer(), "deepseek-v3") {}
+  AdmitTest() : admitter_(test::referenceTokenizer(), test::referenceChatTemplate()) {}
 
   Verdict admit(const std::string& body, Endpoint endpoint = Endpoint::chat_completions) {
     return admitter_.admit(body, endpoint, limits_);
@@ -51,15 +51,16 @@ std::string chat(const std::string& text, int images = 0, const std::string& ext
   return out;
 }
 
-TEST_F(AdmitTest, SmallRequestAdmittedOnFastPathWithInsertedBudget) {
+TEST_F(AdmitTest, SmallRequestCountedExactlyWithInsertedBudget) {
   const std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"}]})";
   const Admitted a = admitted(body);
-  EXPECT_FALSE(a.counted);
+  // Every count is exact, so the backend's usage can verify it.
+  EXPECT_TRUE(a.counted);
+  EXPECT_EQ(a.prompt_tokens, 4u);  // <｜begin▁of▁sentence｜><｜User｜>hi<｜Assistant｜>
   EXPECT_EQ(a.output_budget, 32768u);
   EXPECT_TRUE(a.inserted_max_tokens);
   EXPECT_EQ(splicedBody(body, a),
             R"({"max_tokens":32768,"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"}]})");
-  EXPECT_GE(a.prompt_tokens, 3u);
 }
 
 TEST_F(AdmitTest, SpliceKeepsEveryOtherByte) {
@@ -159,7 +160,7 @@ TEST_F(AdmitTest, ImagesCountedAcrossHistory) {
 
 TEST_F(AdmitTest, RulesInOrder) {
   // Shape before model: a wrong model in a malformed body is a 400.
-  EXPECT_EQ(refused(R"({"model":"nope","messages":[{"role":"wizard","content":"x"}]})").http_status, 400u);
+  EXPECT_EQ(refused(R"({"model":"nope","messages":[{"role":5,"content":"x"}]})").http_status, 400u);
   // Model before images.
   limits_.max_images = 0;
   const Refused model = refused(R"({"model":"gpt-4","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"a"}}]}]})");
@@ -186,15 +187,28 @@ TEST_F(AdmitTest, AliasAccepted) {
 }
 
 TEST_F(AdmitTest, TokenizerUnavailableIs503WhenCountingIsNeeded) {
-  Admitter blind(nullptr, "deepseek-v3");
+  Admitter blind(nullptr, test::referenceChatTemplate());
   EXPECT_FALSE(blind.canCount());
   AdmissionLimits limits;
-  EXPECT_TRUE(std::holds_alternative<Admitted>(blind.admit(chat("hi"), Endpoint::chat_completions, limits)));
+  const Verdict small = blind.admit(chat("hi"), Endpoint::chat_completions, limits);
+  ASSERT_TRUE(std::holds_alternative<Admitted>(small));
+  EXPECT_FALSE(std::get<Admitted>(small).counted);  // the byte bound proves it fits; nothing to verify
   limits.window_tokens = 32768 + 5;
   const Verdict v = blind.admit(chat("a longer prompt than five bytes"), Endpoint::chat_completions, limits);
   ASSERT_TRUE(std::holds_alternative<Refused>(v));
   EXPECT_EQ(std::get<Refused>(v).http_status, 503u);
   EXPECT_EQ(std::get<Refused>(v).code, "tokenizer_unavailable");
+}
+
+TEST_F(AdmitTest, ChatWithoutATemplateIs503AndCompletionsStillCount) {
+  Admitter no_template(test::referenceTokenizer(), nullptr);
+  const Verdict chat_verdict = no_template.admit(chat("hi"), Endpoint::chat_completions, limits_);
+  ASSERT_TRUE(std::holds_alternative<Refused>(chat_verdict));
+  EXPECT_EQ(std::get<Refused>(chat_verdict).code, "tokenizer_unavailable");
+  EXPECT_NE(std::get<Refused>(chat_verdict).message.find("chat template"), std::string::npos);
+  const Verdict completion = no_template.admit(R"({"model":"ds-v4.1-flash-1017","prompt":"Hello world"})", Endpoint::completions, limits_);
+  ASSERT_TRUE(std::holds_alternative<Admitted>(completion));
+  EXPECT_EQ(std::get<Admitted>(completion).prompt_tokens, 3u);
 }
 
 TEST_F(AdmitTest, CompletionsPromptForms) {
@@ -223,32 +237,6 @@ TEST_F(AdmitTest, CompletionsPromptForms) {
 TEST_F(AdmitTest, NextRequestAfterRefusalIsServed) {
   (void)refused("{\"model\":");
   (void)admitted(chat("hello again"));
-}
-
-// Property: the fast-path bound is never below the exact count (golden corpus).
-TEST_F(AdmitTest, FastPathBoundNeverBelowTruth) {
-  std::ifstream in(test::goldenDir() / "chat_requests.jsonl");
-  std::string line;
-  std::size_t total = 0;
-  while (std::getline(in, line)) {
-    const auto golden = nlohmann::json::parse(line);
-    const std::string prompt = golden.at("prompt").get<std::string>();
-    const std::uint64_t truth = golden.at("prompt_tokens").get<std::uint64_t>();
-    EXPECT_GE(promptTokenUpperBound(*test::referenceTokenizer(), prompt), truth) << total;
-    // And through admit(): a window of exactly bound + reserve + budget is admitted uncounted,
-    // with the exact count agreeing with the corpus.
-    const std::string body = golden.at("request").dump();
-    AdmissionLimits exact = limits_;
-    exact.window_tokens = 1;
-    const Verdict v = admitter_.admit(body, Endpoint::chat_completions, exact);
-    if (std::holds_alternative<Refused>(v)) {
-      const Refused& r = std::get<Refused>(v);
-      ASSERT_EQ(r.code, "context_length_exceeded") << r.message;
-      EXPECT_EQ(std::stoull(r.message.substr(r.message.find('(') + 1)), truth) << total;
-    }
-    ++total;
-  }
-  EXPECT_GE(total, 500u);
 }
 
 }  // namespace

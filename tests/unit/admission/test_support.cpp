@@ -20,6 +20,18 @@ std::shared_ptr<const Tokenizer> referenceTokenizer() {
   return loaded.tokenizer;
 }
 
+std::shared_ptr<const ChatTemplate> referenceChatTemplate() {
+  static const std::shared_ptr<const ChatTemplate> loaded = [] {
+    std::string error;
+    ChatTemplate::LoadOptions options;
+    options.tokenizer = tokenizerDir();
+    auto chat_template = ChatTemplate::load(options, error);
+    EXPECT_NE(chat_template, nullptr) << error << " (run scripts/setup or set DPGATE_TOKENIZER_DIR)";
+    return chat_template;
+  }();
+  return loaded;
+}
+
 std::string escaped(const std::string& text, std::size_t max_bytes) {
   std::string out;
   for (std::size_t i = 0; i < text.size() && i < max_bytes; ++i) {

@@ -4,6 +4,7 @@
 #include <memory>
 #include <string>
 
+#include "admission/template/chat_template.hpp"
 #include "admission/tokenizer/tokenizer.hpp"
 
 namespace dpgate::admission::test {
@@ -13,6 +14,8 @@ std::filesystem::path tokenizerDir();
 std::filesystem::path goldenDir();
 // Loaded once per process; fails the calling test (returns null) if absent.
 std::shared_ptr<const Tokenizer> referenceTokenizer();
+// The chat template of the reference tokenizer's tokenizer_config.json (DeepSeek V3's).
+std::shared_ptr<const ChatTemplate> referenceChatTemplate();
 // Printable form of a string for failure messages.
 std::string escaped(const std::string& text, std::size_t max_bytes = 300);
 

@@ -147,8 +147,11 @@ TEST(ConfigErrors, BalanceFactorBelowOne) {
 
 TEST(ConfigErrors, EnumsAndNames) {
     const std::string b = minimal_backends;
-    EXPECT_EQ(errorOf("model:\n  template: llama-3\n" + b),
-              "conf: model.template: line 2: unknown template \"llama-3\"; supported: deepseek-v3");
+    EXPECT_EQ(errorOf("model:\n  template: deepseek-v3\n" + b),
+              "conf: model.template: line 2: removed: the chat template is the model's own (the tokenizer_config.json "
+              "beside model.tokenizer), or a Jinja file given as model.chat_template");
+    EXPECT_EQ(errorOf("model:\n  chat_template_content_format: json\n" + b),
+              "conf: model.chat_template_content_format: line 2: expected auto, string or openai, got \"json\"");
     EXPECT_EQ(errorOf("routing:\n  mode: round-robin\n" + b),
               "conf: routing.mode: line 2: expected failover or active-active, got \"round-robin\"");
     EXPECT_EQ(errorOf("routing:\n  session_header: \"X Session\"\n" + b),
@@ -263,8 +266,11 @@ TEST(ConfigErrors, MissingFiles) {
     const LoadOptions check{.check_files = true};
     EXPECT_EQ(errorOf("model:\n  tokenizer: nope.json\n" + b, dir.path(), check),
               "conf: model.tokenizer: line 2: file not found: " + dir.path() + "/nope.json");
+    // A directory is fine when it holds a tokenizer.json (and, beside it, the model's chat template).
     EXPECT_EQ(errorOf("model:\n  tokenizer: .\n" + b, dir.path(), check),
-              "conf: model.tokenizer: line 2: not a regular file: " + dir.path());
+              "conf: model.tokenizer: line 2: no tokenizer.json in " + dir.path());
+    EXPECT_EQ(errorOf("model:\n  chat_template: nope.jinja\n" + b, dir.path(), check),
+              "conf: model.chat_template: line 2: file not found: " + dir.path() + "/nope.jinja");
     EXPECT_EQ(errorOf("listen:\n  tls:\n    cert: c.pem\n    key: k.pem\n" + b, dir.path(), check),
               "conf: listen.tls.cert: line 3: file not found: " + dir.path() + "/c.pem");
     EXPECT_EQ(errorOf("admin:\n  token_file: /nonexistent/dpgate-token\n" + b, dir.path(), check),

@@ -62,7 +62,8 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "listen.address", "listen.port", "listen.tls.cert", "listen.tls.key",
         "admin.address", "admin.port", "admin.token", "admin.token_file",
         "model.id", "model.aliases", "model.window_tokens", "model.max_output_tokens",
-        "model.image_reserve_tokens", "model.max_images", "model.tokenizer", "model.template",
+        "model.image_reserve_tokens", "model.max_images", "model.tokenizer", "model.chat_template",
+        "model.chat_template_content_format",
         "limits.max_body_bytes", "limits.max_header_bytes", "limits.max_header_count", "limits.max_connections",
         "limits.header_timeout_ms", "limits.body_idle_timeout_ms", "limits.keepalive_timeout_ms",
         "limits.upstream_connect_timeout_ms", "limits.upstream_first_byte_timeout_ms",
@@ -100,7 +101,8 @@ TEST(Examples, LocalDemoHasTheDocumentedValues) {
     EXPECT_EQ(config.model.max_output_tokens, 32768u);
     EXPECT_EQ(config.model.max_images, 640u);
     EXPECT_EQ(config.model.image_reserve_tokens, 1024u);
-    EXPECT_EQ(config.model.template_name, "deepseek-v3");
+    EXPECT_EQ(config.model.chat_template, "");
+    EXPECT_EQ(config.model.chat_template_content_format, "auto");
     EXPECT_EQ(config.model.tokenizer, normal(std::string(DPGATE_SOURCE_DIR) + "/local/tokenizer/deepseek-v3/tokenizer.json"));
     EXPECT_EQ(config.limits.max_body_bytes, 256u * 1024 * 1024);
     EXPECT_EQ(config.routing.mode, RoutingMode::failover);

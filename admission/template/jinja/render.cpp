@@ -1,0 +1,882 @@
+// The interpreter: walks the parsed template, evaluates expressions to
+// Values and writes output. Scoping follows Jinja2: the template level
+// writes into the per-name table; each loop iteration, macro call, caller
+// body and `with` block is a fresh Scope whose lookups fall through to the
+// enclosing ones; `if` opens no scope.
+#include "admission/template/jinja/render.hpp"
+
+#include <cstdint>
+#include <ctime>
+#include <memory>
+
+#include "admission/template/jinja/builtins.hpp"
+#include "admission/template/jinja/callable.hpp"
+#include "admission/template/jinja/methods.hpp"
+#include "admission/template/jinja/py_text.hpp"
+
+namespace dpgate::admission::jinja {
+
+const Value* CallArgs::get(std::size_t index, std::string_view name) const {
+    if (index < positional.size()) return &positional[index];
+    return keyword(name);
+}
+
+const Value* CallArgs::keyword(std::string_view name) const {
+    for (const auto& [key, value] : keywords) {
+        if (key == name) return &value;
+    }
+    return nullptr;
+}
+
+namespace {
+
+enum class Flow : std::uint8_t { normal, break_, continue_ };
+
+// Loop attribute slots in the loop object (a namespace updated in place).
+enum LoopSlot : std::size_t {
+    kIndex,
+    kIndex0,
+    kRevindex,
+    kRevindex0,
+    kFirst,
+    kLast,
+    kLength,
+    kPrevitem,
+    kNextitem,
+    kDepth,
+    kDepth0,
+    kCycle,
+    kLoopSlots
+};
+constexpr std::string_view kLoopNames[kLoopSlots] = {"index", "index0", "revindex", "revindex0", "first", "last",
+                                                     "length", "previtem", "nextitem", "depth", "depth0", "cycle"};
+
+}  // namespace
+
+struct Interpreter {
+    Renderer& r;
+    const Template& t;
+    Arena& arena;
+    Scope* scope = nullptr;  // innermost; null at the template level
+    std::string* out = nullptr;
+    unsigned call_depth = 0;
+    std::vector<std::unique_ptr<std::string>> capture_pool;
+    std::size_t captures_in_use = 0;
+    std::vector<std::unique_ptr<std::vector<Value>>> list_pool;
+    std::size_t lists_in_use = 0;
+
+    Interpreter(Renderer& renderer) : r(renderer), t(renderer.t_), arena(renderer.arena_) {}
+
+    // --- scopes --------------------------------------------------------------
+
+    Scope* newScope(Scope* parent) {
+        Scope* s = arena.make<Scope>();
+        s->parent = parent;
+        s->ids = nullptr;
+        s->values = nullptr;
+        s->size = 0;
+        s->capacity = 0;
+        return s;
+    }
+
+    static void clearScope(Scope* s) { s->size = 0; }
+
+    void store(std::uint32_t id, Value value) {
+        if (scope == nullptr) {
+            r.globals_[id] = value;
+            return;
+        }
+        for (std::size_t i = 0; i < scope->size; ++i) {
+            if (scope->ids[i] == id) {
+                scope->values[i] = value;
+                return;
+            }
+        }
+        if (scope->size == scope->capacity) {
+            const std::size_t grown = scope->capacity == 0 ? 4 : scope->capacity * 2;
+            auto* ids = arena.allocateArray<std::uint32_t>(grown);
+            auto* values = arena.allocateArray<Value>(grown);
+            std::copy(scope->ids, scope->ids + scope->size, ids);
+            std::copy(scope->values, scope->values + scope->size, values);
+            scope->ids = ids;
+            scope->values = values;
+            scope->capacity = grown;
+        }
+        scope->ids[scope->size] = id;
+        scope->values[scope->size] = value;
+        ++scope->size;
+    }
+
+    Value load(std::uint32_t id, std::string_view name) const {
+        for (const Scope* s = scope; s != nullptr; s = s->parent) {
+            for (std::size_t i = s->size; i-- > 0;) {
+                if (s->ids[i] == id) return s->values[i];
+            }
+        }
+        const Value& v = r.globals_[id];
+        if (v.isUndefined() && v.text().empty()) {
+            return Value::undefined(arena.copy("'" + std::string(name) + "' is undefined"));
+        }
+        return v;
+    }
+
+    // --- output capture ------------------------------------------------------
+
+    std::string& beginCapture() {
+        if (captures_in_use == capture_pool.size()) capture_pool.push_back(std::make_unique<std::string>());
+        std::string& buffer = *capture_pool[captures_in_use++];
+        buffer.clear();
+        return buffer;
+    }
+    void endCapture() { --captures_in_use; }
+
+    std::vector<Value>& borrowList() {
+        if (lists_in_use == list_pool.size()) list_pool.push_back(std::make_unique<std::vector<Value>>());
+        std::vector<Value>& list = *list_pool[lists_in_use++];
+        list.clear();
+        return list;
+    }
+    void returnList() { --lists_in_use; }
+
+    // Renders `body` into a string in the arena (macro and caller results,
+    // block sets, filter blocks).
+    Value captureBody(const Body& body) {
+        std::string& buffer = beginCapture();
+        std::string* saved = out;
+        out = &buffer;
+        struct Restore {
+            Interpreter& self;
+            std::string* saved;
+            ~Restore() {
+                self.out = saved;
+                self.endCapture();
+            }
+        } restore{*this, saved};
+        execBody(body);
+        return r.makeString(buffer);
+    }
+
+    void write(std::string_view text) {
+        if (out->size() + text.size() > r.limits_.output_bytes) {
+            r.fail("the rendered prompt exceeds " + std::to_string(r.limits_.output_bytes) + " bytes");
+        }
+        out->append(text);
+    }
+
+    // --- statements ------------------------------------------------------------
+
+    Flow execBody(const Body& body) {
+        for (const Stmt* s : body) {
+            const Flow flow = exec(*s);
+            if (flow != Flow::normal) return flow;
+        }
+        return Flow::normal;
+    }
+
+    Flow exec(const Stmt& s) {
+        r.step();
+        switch (s.kind) {
+            case StmtKind::output:
+                for (const OutputItem& item : s.output) {
+                    if (item.expr == nullptr) {
+                        write(item.data);
+                    } else {
+                        emit(*item.expr);
+                    }
+                }
+                return Flow::normal;
+            case StmtKind::if_: {
+                if (r.truthy(eval(*s.expr))) return execBody(s.body);
+                for (const auto& [test, body] : s.elifs) {
+                    if (r.truthy(eval(*test))) return execBody(body);
+                }
+                return execBody(s.else_body);
+            }
+            case StmtKind::for_:
+                return execFor(s);
+            case StmtKind::assign:
+                assign(s.target, eval(*s.expr));
+                return Flow::normal;
+            case StmtKind::assign_block: {
+                Value value = captureBody(s.body);
+                if (s.expr != nullptr) value = applyFilterChain(*s.expr, value);
+                assign(s.target, value);
+                return Flow::normal;
+            }
+            case StmtKind::macro: {
+                CallableData* c = arena.make<CallableData>();
+                c->kind = CallableData::Kind::macro;
+                c->name = s.name;
+                c->stmt = &s;
+                c->closure = scope;
+                store(s.name_id, Value::callable(c));
+                return Flow::normal;
+            }
+            case StmtKind::call_block:
+                return execCallBlock(s);
+            case StmtKind::filter_block: {
+                const Value body = captureBody(s.body);
+                emitValue(applyFilterChain(*s.expr, body));
+                return Flow::normal;
+            }
+            case StmtKind::with: {
+                std::vector<Value> values;
+                for (const Expr* e : s.with_values) values.push_back(eval(*e));
+                Scope* saved = scope;
+                scope = newScope(scope);
+                for (std::size_t i = 0; i < values.size(); ++i) assign(s.with_targets[i], values[i]);
+                const Flow flow = execBody(s.body);
+                scope = saved;
+                return flow;
+            }
+            case StmtKind::break_:
+                return Flow::break_;
+            case StmtKind::continue_:
+                return Flow::continue_;
+            case StmtKind::scope:
+                return execBody(s.body);
+        }
+        return Flow::normal;
+    }
+
+    void assign(const Target& target, Value value) {
+        switch (target.kind) {
+            case Target::Kind::name:
+                store(target.name_id, value);
+                return;
+            case Target::Kind::ns_attr: {
+                const Value ns = load(target.name_id, target.name);
+                if (!ns.isNamespace()) r.fail("can only assign to attributes of a namespace");
+                ns.asNamespace().set(arena, target.attr, value);
+                return;
+            }
+            case Target::Kind::tuple: {
+                std::vector<Value>& items = borrowList();
+                r.iterate(value, items);
+                if (items.size() != target.items.size()) {
+                    const bool few = items.size() < target.items.size();
+                    std::string message = few ? "not enough values to unpack (expected " +
+                                                    std::to_string(target.items.size()) + ", got " +
+                                                    std::to_string(items.size()) + ")"
+                                              : "too many values to unpack (expected " +
+                                                    std::to_string(target.items.size()) + ")";
+                    returnList();
+                    r.fail(std::move(message));
+                }
+                std::vector<Value> copy(items.begin(), items.end());
+                returnList();
+                for (std::size_t i = 0; i < copy.size(); ++i) assign(target.items[i], copy[i]);
+                return;
+            }
+        }
+    }
+
+    Flow execFor(const Stmt& s) {
+        const Value iterable = eval(*s.expr);
+        std::vector<Value> items;
+        r.iterate(iterable, items);
+        Scope* saved = scope;
+        Scope* iteration = newScope(scope);
+        if (s.loop_filter != nullptr) {
+            // The filter sees the loop variable, not `loop`.
+            std::size_t kept = 0;
+            scope = iteration;
+            for (const Value& item : items) {
+                r.step();
+                clearScope(iteration);
+                assign(s.target, item);
+                if (r.truthy(eval(*s.loop_filter))) items[kept++] = item;
+            }
+            items.resize(kept);
+            scope = saved;
+        }
+        if (items.empty()) {
+            scope = saved;
+            execBody(s.else_body);
+            return Flow::normal;
+        }
+        NamespaceData* loop = makeLoop(items.size());
+        const std::uint32_t loop_id = t.nameId("loop");
+        const std::int64_t length = static_cast<std::int64_t>(items.size());
+        scope = iteration;
+        for (std::size_t i = 0; i < items.size(); ++i) {
+            r.step();
+            const std::int64_t index0 = static_cast<std::int64_t>(i);
+            loop->values[kIndex] = Value::integer(index0 + 1);
+            loop->values[kIndex0] = Value::integer(index0);
+            loop->values[kRevindex] = Value::integer(length - index0);
+            loop->values[kRevindex0] = Value::integer(length - index0 - 1);
+            loop->values[kFirst] = Value::boolean(i == 0);
+            loop->values[kLast] = Value::boolean(i + 1 == items.size());
+            loop->values[kPrevitem] = i > 0 ? items[i - 1] : Value::undefined("there is no previous item");
+            loop->values[kNextitem] = i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item");
+            clearScope(iteration);
+            assign(s.target, items[i]);
+            store(loop_id, Value::namespace_(loop));
+            const Flow flow = execBody(s.body);
+            if (flow == Flow::break_) break;
+        }
+        scope = saved;
+        return Flow::normal;
+    }
+
+    NamespaceData* makeLoop(std::size_t length) {
+        NamespaceData* loop = arena.make<NamespaceData>();
+        loop->names = arena.allocateArray<std::string_view>(kLoopSlots);
+        loop->values = arena.allocateArray<Value>(kLoopSlots);
+        loop->size = kLoopSlots;
+        loop->capacity = kLoopSlots;
+        for (std::size_t i = 0; i < kLoopSlots; ++i) {
+            loop->names[i] = kLoopNames[i];
+            loop->values[i] = Value();
+        }
+        loop->values[kLength] = Value::integer(static_cast<std::int64_t>(length));
+        loop->values[kDepth] = Value::integer(1);
+        loop->values[kDepth0] = Value::integer(0);
+        CallableData* cycle = arena.make<CallableData>();
+        cycle->kind = CallableData::Kind::loop_cycle;
+        cycle->name = "cycle";
+        cycle->state = loop;
+        loop->values[kCycle] = Value::callable(cycle);
+        return loop;
+    }
+
+    Flow execCallBlock(const Stmt& s) {
+        CallableData* caller = arena.make<CallableData>();
+        caller->kind = CallableData::Kind::caller;
+        caller->name = "caller";
+        caller->stmt = &s;
+        caller->closure = scope;
+        const Expr& call = *s.expr;
+        CallArgs args;
+        collectArgs(call, args);
+        const Value callee = eval(*call.a);
+        if (!callee.isCallable() || callee.asCallable().kind != CallableData::Kind::macro) {
+            if (callee.isUndefined()) r.failUndefined(callee);
+            r.fail("a call block needs a macro, not '" + std::string(Renderer::typeName(callee)) + "'");
+        }
+        emitValue(callMacro(callee.asCallable(), args, Value::callable(caller)));
+        return Flow::normal;
+    }
+
+    // --- calls -------------------------------------------------------------------
+
+    void collectArgs(const Expr& e, CallArgs& args) {
+        args.positional.clear();
+        args.keywords.clear();
+        for (const Expr* item : e.items) args.positional.push_back(eval(*item));
+        for (std::size_t i = 0; i < e.keyword_names.size(); ++i) {
+            args.keywords.emplace_back(e.keyword_names[i], eval(*e.keyword_values[i]));
+        }
+        if (e.dyn_args != nullptr) {
+            std::vector<Value> extra;
+            r.iterate(eval(*e.dyn_args), extra);
+            args.positional.insert(args.positional.end(), extra.begin(), extra.end());
+        }
+        if (e.dyn_kwargs != nullptr) {
+            const Value kw = eval(*e.dyn_kwargs);
+            if (!kw.isDict()) r.fail("argument after ** must be a mapping, not " + std::string(Renderer::typeName(kw)));
+            const DictData& dict = kw.asDict();
+            for (std::size_t i = 0; i < dict.size; ++i) {
+                if (!dict.keys[i].isString()) r.fail("keywords must be strings");
+                args.keywords.emplace_back(dict.keys[i].text(), dict.values[i]);
+            }
+        }
+    }
+
+    Value callMacro(const CallableData& macro, const CallArgs& args, Value caller) {
+        const Stmt& s = *macro.stmt;
+        if (++call_depth > r.limits_.max_call_depth) r.fail("maximum recursion depth exceeded in macro calls");
+        Scope* saved_scope = scope;
+        scope = newScope(macro.closure);
+        std::vector<bool> bound(s.args.size(), false);
+        for (std::size_t i = 0; i < args.positional.size() && i < s.args.size(); ++i) {
+            store(s.args[i].name_id, args.positional[i]);
+            bound[i] = true;
+        }
+        ListBuilder varargs(arena);
+        for (std::size_t i = s.args.size(); i < args.positional.size(); ++i) varargs.push(args.positional[i]);
+        if (args.positional.size() > s.args.size() && !s.uses_varargs && macro.kind == CallableData::Kind::macro) {
+            r.fail("macro '" + std::string(s.name) + "' takes not more than " + std::to_string(s.args.size()) +
+                   " argument(s)");
+        }
+        DictBuilder kwargs(arena);
+        for (const auto& [name, value] : args.keywords) {
+            bool matched = false;
+            for (std::size_t i = 0; i < s.args.size(); ++i) {
+                if (s.args[i].name == name) {
+                    if (bound[i]) r.fail("macro '" + std::string(s.name) + "' got multiple values for argument '" + std::string(name) + "'");
+                    store(s.args[i].name_id, value);
+                    bound[i] = true;
+                    matched = true;
+                    break;
+                }
+            }
+            if (matched) continue;
+            if (name == "caller" && macro.kind == CallableData::Kind::macro) {
+                caller = value;
+                continue;
+            }
+            if (!s.uses_kwargs && macro.kind == CallableData::Kind::macro) {
+                r.fail("macro '" + std::string(s.name) + "' takes no keyword argument '" + std::string(name) + "'");
+            }
+            kwargs.set(name, value);
+        }
+        for (std::size_t i = 0; i < s.args.size(); ++i) {
+            if (bound[i]) continue;
+            if (s.args[i].default_value != nullptr) {
+                store(s.args[i].name_id, eval(*s.args[i].default_value));
+            } else {
+                store(s.args[i].name_id,
+                      Value::undefined(arena.copy("parameter '" + std::string(s.args[i].name) + "' was not provided")));
+            }
+        }
+        if (macro.kind == CallableData::Kind::macro) {
+            if (s.uses_varargs) store(t.nameId("varargs"), varargs.finish(true));
+            if (s.uses_kwargs) store(t.nameId("kwargs"), kwargs.finish());
+            if (s.uses_caller) store(t.nameId("caller"), caller);
+        }
+        const Value result = captureBody(s.body);
+        scope = saved_scope;
+        --call_depth;
+        return result;
+    }
+
+    Value callValue(const Value& callee, const CallArgs& args) {
+        if (callee.isUndefined()) r.failUndefined(callee);
+        if (!callee.isCallable()) r.fail("'" + std::string(Renderer::typeName(callee)) + "' object is not callable");
+        const CallableData& c = callee.asCallable();
+        switch (c.kind) {
+            case CallableData::Kind::macro:
+            case CallableData::Kind::caller:
+                return callMacro(c, args, Value());
+            case CallableData::Kind::method:
+                return callMethod(r, c.method, c.name, c.self, args);
+            case CallableData::Kind::global:
+                return callGlobal(c, args);
+            case CallableData::Kind::loop_cycle: {
+                if (args.positional.empty()) r.fail("no items for cycling given");
+                const std::int64_t index0 = c.state->values[kIndex0].asInt();
+                return args.positional[static_cast<std::size_t>(index0) % args.positional.size()];
+            }
+            case CallableData::Kind::joiner_instance: {
+                const Value* sep = c.state->find("sep");
+                if (const Value* used = c.state->find("used"); used != nullptr && used->asBool()) return *sep;
+                c.state->set(arena, "used", Value::boolean(true));
+                return Value::string({});
+            }
+        }
+        return Value();
+    }
+
+    Value callGlobal(const CallableData& c, const CallArgs& args) {
+        switch (c.global) {
+            case GlobalFn::range: {
+                std::int64_t start = 0, stop = 0, stepping = 1;
+                auto intArg = [&](std::size_t i) {
+                    const Value& v = args.positional[i];
+                    if (!v.isInt() && !v.isBool()) {
+                        r.fail("'" + std::string(Renderer::typeName(v)) + "' object cannot be interpreted as an integer");
+                    }
+                    if (v.kind() == ValueKind::big_integer) r.fail("Python int too large to convert to C ssize_t");
+                    return v.isBool() ? (v.asBool() ? 1 : 0) : v.asInt();
+                };
+                if (args.positional.size() == 1) {
+                    stop = intArg(0);
+                } else if (args.positional.size() >= 2 && args.positional.size() <= 3) {
+                    start = intArg(0);
+                    stop = intArg(1);
+                    if (args.positional.size() == 3) stepping = intArg(2);
+                } else {
+                    r.fail("range expected at most 3 arguments, got " + std::to_string(args.positional.size()));
+                }
+                if (stepping == 0) r.fail("range() arg 3 must not be zero");
+                // The sandbox's MAX_RANGE.
+                auto tooBig = [&]() { r.fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."); };
+                std::int64_t span = 0;
+                if (__builtin_sub_overflow(stop, start, &span)) tooBig();
+                std::int64_t count = 0;
+                if (stepping > 0 && span > 0) {
+                    count = (span - 1) / stepping + 1;
+                } else if (stepping < 0 && span < 0) {
+                    count = stepping == INT64_MIN ? 1 : (-(span + 1)) / (-stepping) + 1;
+                }
+                if (count > 100000) tooBig();
+                ListBuilder list(arena, static_cast<std::size_t>(count));
+                for (std::int64_t i = 0; i < count; ++i) list.push(Value::integer(start + i * stepping));
+                return list.finish();
+            }
+            case GlobalFn::dict: {
+                DictBuilder dict(arena);
+                if (!args.positional.empty()) {
+                    const Value& from = args.positional[0];
+                    if (!from.isDict()) r.fail("dict() takes a mapping or keyword arguments");
+                    for (std::size_t i = 0; i < from.asDict().size; ++i) dict.set(from.asDict().keys[i], from.asDict().values[i]);
+                }
+                for (const auto& [name, value] : args.keywords) dict.set(name, value);
+                return dict.finish();
+            }
+            case GlobalFn::namespace_: {
+                NamespaceData* ns = arena.make<NamespaceData>();
+                *ns = NamespaceData{nullptr, nullptr, 0, 0};
+                for (const Value& from : args.positional) {
+                    if (!from.isDict()) r.fail("namespace() takes a mapping or keyword arguments");
+                    for (std::size_t i = 0; i < from.asDict().size; ++i) {
+                        ns->set(arena, r.str(from.asDict().keys[i]), from.asDict().values[i]);
+                    }
+                }
+                for (const auto& [name, value] : args.keywords) ns->set(arena, name, value);
+                return Value::namespace_(ns);
+            }
+            case GlobalFn::raise_exception: {
+                const Value* message = args.get(0, "message");
+                throw TemplateError{std::string(message != nullptr ? r.str(*message) : std::string_view{}), true};
+            }
+            case GlobalFn::strftime_now: {
+                const Value* format = args.get(0, "format");
+                if (format == nullptr || !format->isString()) r.fail("strftime_now() argument must be str");
+                const std::time_t now = static_cast<std::time_t>(r.now());
+                std::tm tm{};
+                gmtime_r(&now, &tm);
+                char buffer[512];
+                const std::string fmt(format->text());
+                const std::size_t n = std::strftime(buffer, sizeof buffer, fmt.c_str(), &tm);
+                return r.makeString(std::string_view(buffer, n));
+            }
+            case GlobalFn::joiner: {
+                NamespaceData* state = arena.make<NamespaceData>();
+                *state = NamespaceData{nullptr, nullptr, 0, 0};
+                const Value* sep = args.get(0, "sep");
+                state->set(arena, "sep", sep != nullptr ? *sep : Value::string(", "));
+                state->set(arena, "used", Value::boolean(false));
+                CallableData* j = arena.make<CallableData>();
+                j->kind = CallableData::Kind::joiner_instance;
+                j->name = "joiner";
+                j->state = state;
+                return Value::callable(j);
+            }
+            default:
+                r.fail("'" + std::string(c.name) + "' is not supported by dpgate's template engine");
+        }
+    }
+
+    // --- expressions ---------------------------------------------------------------
+
+    // `{{ expr }}`: writes str(value); sums of strings are written piece by
+    // piece instead of being built first (the common `'<tag>' + content`).
+    void emit(const Expr& e) {
+        if (e.kind == ExprKind::add) {
+            const Value a = eval(*e.a);
+            if (a.isString()) {
+                const Value b = eval(*e.b);
+                if (!b.isString()) r.binary('+', a, b);  // fails with Python's message
+                write(a.text());
+                write(b.text());
+                return;
+            }
+            emitValue(r.binary('+', a, eval(*e.b)));
+            return;
+        }
+        if (e.kind == ExprKind::concat) {
+            for (const Expr* item : e.items) emitValue(eval(*item));
+            return;
+        }
+        emitValue(eval(e));
+    }
+
+    void emitValue(const Value& v) {
+        if (v.isString()) {
+            write(v.text());
+            return;
+        }
+        if (v.isUndefined()) return;
+        r.scratch_.clear();
+        r.appendStr(v, r.scratch_);
+        write(r.scratch_);
+    }
+
+    Value applyFilterChain(const Expr& filter, const Value& input) {
+        // A filter node whose innermost operand is null (block sets, filter blocks).
+        if (filter.a != nullptr) {
+            const Value inner = applyFilterChain(*filter.a, input);
+            return applyFilter(filter, inner);
+        }
+        return applyFilter(filter, input);
+    }
+
+    Value applyFilter(const Expr& e, const Value& input) {
+        CallArgs args;
+        collectArgs(e, args);
+        return e.filter(r, input, args);
+    }
+
+    Value eval(const Expr& e) {
+        r.step();
+        switch (e.kind) {
+            case ExprKind::constant:
+                return e.constant;
+            case ExprKind::name:
+                return load(e.name_id, e.name);
+            case ExprKind::getattr:
+                return r.getattr(eval(*e.a), e.name);
+            case ExprKind::getitem:
+                return evalGetitem(e);
+            case ExprKind::slice:
+                r.fail("a slice outside of []");
+            case ExprKind::call:
+                return evalCall(e);
+            case ExprKind::filter:
+                return applyFilter(e, eval(*e.a));
+            case ExprKind::test: {
+                const Value input = eval(*e.a);
+                CallArgs args;
+                collectArgs(e, args);
+                return Value::boolean(e.test(r, input, args));
+            }
+            case ExprKind::cond:
+                if (r.truthy(eval(*e.a))) return eval(*e.b);
+                return e.c != nullptr ? eval(*e.c) : Value::undefined("the inline if expression evaluated to false and no else section was defined.");
+            case ExprKind::and_: {
+                const Value left = eval(*e.a);
+                return r.truthy(left) ? eval(*e.b) : left;
+            }
+            case ExprKind::or_: {
+                const Value left = eval(*e.a);
+                return r.truthy(left) ? left : eval(*e.b);
+            }
+            case ExprKind::not_:
+                return Value::boolean(!r.truthy(eval(*e.a)));
+            case ExprKind::compare:
+                return Value::boolean(evalCompare(e));
+            case ExprKind::add:
+                return r.binary('+', eval(*e.a), eval(*e.b));
+            case ExprKind::sub:
+                return r.binary('-', eval(*e.a), eval(*e.b));
+            case ExprKind::mul:
+                return r.binary('*', eval(*e.a), eval(*e.b));
+            case ExprKind::div:
+                return r.binary('/', eval(*e.a), eval(*e.b));
+            case ExprKind::floordiv:
+                return r.binary('f', eval(*e.a), eval(*e.b));
+            case ExprKind::mod:
+                return r.binary('%', eval(*e.a), eval(*e.b));
+            case ExprKind::pow:
+                return r.binary('p', eval(*e.a), eval(*e.b));
+            case ExprKind::neg:
+            case ExprKind::pos: {
+                const Value v = eval(*e.a);
+                if (v.isUndefined()) r.failUndefined(v);
+                if (e.kind == ExprKind::pos && v.isNumber()) return v.isBool() ? Value::integer(v.asBool() ? 1 : 0) : v;
+                if (v.kind() == ValueKind::integer || v.isBool()) return r.binary('-', Value::integer(0), v);
+                if (v.isFloat()) return Value::floating(-v.asFloat());
+                r.fail(std::string("bad operand type for unary ") + (e.kind == ExprKind::neg ? "-" : "+") + ": '" +
+                       std::string(Renderer::typeName(v)) + "'");
+            }
+            case ExprKind::concat: {
+                std::string& buffer = beginCapture();
+                for (const Expr* item : e.items) r.appendStr(eval(*item), buffer);
+                const Value result = r.makeString(buffer);
+                endCapture();
+                return result;
+            }
+            case ExprKind::list:
+            case ExprKind::tuple: {
+                ListBuilder list(arena, e.items.size());
+                for (const Expr* item : e.items) list.push(eval(*item));
+                return list.finish(e.kind == ExprKind::tuple);
+            }
+            case ExprKind::dict: {
+                DictBuilder dict(arena, e.items.size() / 2);
+                for (std::size_t i = 0; i + 1 < e.items.size(); i += 2) dict.set(eval(*e.items[i]), eval(*e.items[i + 1]));
+                return dict.finish();
+            }
+        }
+        return Value();
+    }
+
+    Value evalGetitem(const Expr& e) {
+        const Value obj = eval(*e.a);
+        if (e.b->kind != ExprKind::slice) return r.getitem(obj, eval(*e.b));
+        if (obj.isUndefined()) r.failUndefined(obj);
+        auto bound = [&](const Expr* part) -> std::optional<std::int64_t> {
+            if (part == nullptr) return std::nullopt;
+            const Value v = eval(*part);
+            if (v.isNone()) return std::nullopt;
+            if (v.kind() == ValueKind::integer) return v.asInt();
+            if (v.isBool()) return v.asBool() ? 1 : 0;
+            r.fail("slice indices must be integers or None or have an __index__ method");
+        };
+        const std::optional<std::int64_t> start = bound(e.b->a);
+        const std::optional<std::int64_t> stop = bound(e.b->b);
+        const std::optional<std::int64_t> stepping = bound(e.b->c);
+        const std::int64_t step_value = stepping.value_or(1);
+        if (step_value == 0) r.fail("slice step cannot be zero");
+        if (obj.isString()) return r.makeString(pySlice(obj.text(), start, stop, step_value));
+        if (!obj.isList()) {
+            if (obj.isDict()) r.fail("unhashable type: 'slice'");
+            return Value::undefined(arena.copy("'" + std::string(Renderer::typeName(obj)) + " object' has no element slice"));
+        }
+        const ListData& list = obj.asList();
+        const std::int64_t size = static_cast<std::int64_t>(list.size);
+        auto clamp = [&](std::optional<std::int64_t> v, std::int64_t fallback, std::int64_t lo, std::int64_t hi) {
+            if (!v) return fallback;
+            std::int64_t x = *v < 0 ? *v + size : *v;
+            return std::min(std::max(x, lo), hi);
+        };
+        ListBuilder out(arena);
+        if (step_value > 0) {
+            const std::int64_t from = clamp(start, 0, 0, size);
+            const std::int64_t to = clamp(stop, size, 0, size);
+            for (std::int64_t i = from; i < to; i += step_value) out.push(list.items[i]);
+        } else {
+            const std::int64_t from = clamp(start, size - 1, -1, size - 1);
+            const std::int64_t to = clamp(stop, -1, -1, size - 1);
+            for (std::int64_t i = from; i > to; i += step_value) out.push(list.items[i]);
+        }
+        return out.finish(list.tuple);
+    }
+
+    bool evalCompare(const Expr& e) {
+        Value left = eval(*e.a);
+        for (std::size_t i = 0; i < e.ops.size(); ++i) {
+            const Value right = eval(*e.items[i]);
+            bool ok = false;
+            switch (e.ops[i]) {
+                case CompareOp::eq:
+                    ok = r.equals(left, right);
+                    break;
+                case CompareOp::ne:
+                    ok = !r.equals(left, right);
+                    break;
+                case CompareOp::lt:
+                    ok = r.compare(left, right, "<") == -1;
+                    break;
+                case CompareOp::lteq: {
+                    const int c = r.compare(left, right, "<=");
+                    ok = c == -1 || c == 0;
+                    break;
+                }
+                case CompareOp::gt:
+                    ok = r.compare(left, right, ">") == 1;
+                    break;
+                case CompareOp::gteq: {
+                    const int c = r.compare(left, right, ">=");
+                    ok = c == 1 || c == 0;
+                    break;
+                }
+                case CompareOp::in:
+                    ok = r.contains(right, left);
+                    break;
+                case CompareOp::notin:
+                    ok = !r.contains(right, left);
+                    break;
+            }
+            if (!ok) return false;
+            left = right;
+        }
+        return true;
+    }
+
+    Value evalCall(const Expr& e) {
+        CallArgs args;
+        // obj.method(...) without a bound-method value in between.
+        if (e.a->kind == ExprKind::getattr) {
+            const Value obj = eval(*e.a->a);
+            if (obj.isString() || obj.isDict() || obj.isList()) {
+                if (auto method = findMethod(obj, e.a->name)) {
+                    collectArgs(e, args);
+                    return callMethod(r, *method, e.a->name, obj, args);
+                }
+            }
+            const Value callee = r.getattr(obj, e.a->name);
+            collectArgs(e, args);
+            return callValue(callee, args);
+        }
+        const Value callee = eval(*e.a);
+        collectArgs(e, args);
+        return callValue(callee, args);
+    }
+};
+
+Renderer::Renderer(const Template& tpl, Arena& arena, const RenderLimits& limits)
+    : t_(tpl), arena_(arena), limits_(limits), globals_(tpl.nameCount()) {
+    struct Global {
+        std::string_view name;
+        GlobalFn fn;
+    };
+    static constexpr Global kGlobals[] = {{"range", GlobalFn::range},
+                                          {"dict", GlobalFn::dict},
+                                          {"namespace", GlobalFn::namespace_},
+                                          {"raise_exception", GlobalFn::raise_exception},
+                                          {"strftime_now", GlobalFn::strftime_now},
+                                          {"joiner", GlobalFn::joiner},
+                                          {"cycler", GlobalFn::cycler},
+                                          {"lipsum", GlobalFn::lipsum}};
+    for (const Global& g : kGlobals) {
+        const std::uint32_t id = t_.nameId(g.name);
+        if (id == Template::kNoName) continue;
+        CallableData* c = arena_.make<CallableData>();
+        c->kind = CallableData::Kind::global;
+        c->name = g.name;
+        c->global = g.fn;
+        globals_[id] = Value::callable(c);
+    }
+}
+
+Renderer::~Renderer() = default;
+
+void Renderer::setVariable(std::string_view name, Value value) {
+    const std::uint32_t id = t_.nameId(name);
+    if (id != Template::kNoName) globals_[id] = value;
+}
+
+void Renderer::fail(std::string message) const { throw TemplateError{std::move(message), false}; }
+
+void Renderer::step() {
+    if (++steps_ > limits_.steps) {
+        throw TemplateError{"the chat template took more than " + std::to_string(limits_.steps) +
+                                " steps to render this request",
+                            false};
+    }
+}
+
+Value Renderer::call(const Value& callee, const CallArgs& args) {
+    Interpreter interpreter(*this);
+    return interpreter.callValue(callee, args);
+}
+
+bool Renderer::runTest(std::string_view name, const Value& value, const CallArgs& args) {
+    const TestFn test = findTest(name);
+    if (test == nullptr) fail("No test named '" + std::string(name) + "'.");
+    return test(*this, value, args);
+}
+
+Value Renderer::runFilter(std::string_view name, const Value& value, const CallArgs& args) {
+    const FilterFn filter = findFilter(name);
+    if (filter == nullptr) fail("No filter named '" + std::string(name) + "'.");
+    return filter(*this, value, args);
+}
+
+std::optional<RenderError> Renderer::render(std::string& out) {
+    const std::size_t start = out.size();
+    arena_.setLimit(limits_.arena_bytes);
+    try {
+        Interpreter interpreter(*this);
+        interpreter.out = &out;
+        interpreter.execBody(t_.body());
+    } catch (const TemplateError& e) {
+        out.resize(start);
+        arena_.setLimit(0);
+        return RenderError{e.message, e.raised, false};
+    } catch (const ArenaLimitExceeded& e) {
+        out.resize(start);
+        arena_.setLimit(0);
+        return RenderError{"the chat template needed more than " + std::to_string(e.limit_bytes >> 20) +
+                               " MiB to render this request",
+                           false, true};
+    }
+    arena_.setLimit(0);
+    return std::nullopt;
+}
+
+}  // namespace dpgate::admission::jinja

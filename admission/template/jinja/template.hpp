@@ -1,0 +1,61 @@
+#pragma once
+// A Jinja template parsed once (at config load) and rendered per request
+// without re-parsing. Immutable after parse(): share it between threads.
+//
+// Supported, as HF chat templates use them under transformers' Jinja2
+// environment: output, comments, whitespace control, raw; for (loop.*,
+// else, filters on the iterable, tuple unpacking, break/continue), if/elif/
+// else, set (incl. block set and namespace attributes), namespace(), macro
+// and call (caller, default arguments, varargs/kwargs), filter blocks, with,
+// {% generation %}; the expression grammar (literals, subscripts and
+// slices, calls, filters, tests, inline if, and/or/not, comparisons incl.
+// in / not in, arithmetic, ~). Not supported (a parse error names them):
+// extends/block/include/import (a chat template is one file), recursive
+// loops.
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <string>
+#include <string_view>
+#include <unordered_map>
+#include <vector>
+
+#include "admission/template/jinja/ast.hpp"
+
+namespace dpgate::admission::jinja {
+
+class Template {
+public:
+    // Null with `error` set ("line 3: unexpected '}'") when `source` is not a
+    // template this engine can render.
+    static std::shared_ptr<const Template> parse(std::string_view source, std::string& error);
+
+    const Body& body() const { return body_; }
+    const std::string& source() const { return source_; }
+
+    // Interned variable names: every name the template loads or stores.
+    static constexpr std::uint32_t kNoName = 0xffffffffu;
+    std::uint32_t nameId(std::string_view name) const;
+    std::size_t nameCount() const { return names_.size(); }
+    std::string_view nameOf(std::uint32_t id) const { return names_[id]; }
+
+    // Node storage, for the parser.
+    Expr& newExpr(ExprKind kind, int line);
+    Stmt& newStmt(StmtKind kind, int line);
+    std::string_view keep(std::string text);
+    std::uint32_t intern(std::string_view name);
+
+private:
+    Template() = default;
+    friend class Parser;
+
+    std::string source_;
+    Body body_;
+    std::deque<Expr> exprs_;
+    std::deque<Stmt> stmts_;
+    std::deque<std::string> strings_;
+    std::vector<std::string_view> names_;
+    std::unordered_map<std::string_view, std::uint32_t> name_ids_;
+};
+
+}  // namespace dpgate::admission::jinja

@@ -1,0 +1,36 @@
+#pragma once
+// A chat request rendered to the prompt text the backend tokenizes: vLLM's
+// preprocessing of the request into template variables, then the model's
+// chat template (docs/VLLM_RENDERING.md, sections 3-4).
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include "admission/template/chat_request.hpp"
+#include "admission/template/chat_template.hpp"
+#include "admission/template/jinja/arena.hpp"
+#include "admission/template/jinja/render.hpp"
+
+namespace dpgate::admission {
+
+struct PromptRenderOptions {
+    std::int64_t now_unix_seconds = 0;  // strftime_now()
+    jinja::RenderLimits limits;
+};
+
+struct PromptRenderError {
+    std::string param;    // the request field to blame ("messages", "chat_template_kwargs", ...)
+    std::string message;  // the template's own message for raise_exception and template errors
+    bool limit = false;   // dpgate's work bound stopped the render
+};
+
+// Appends the prompt to `prompt`. Values are built in `arena`, which the
+// caller resets between requests.
+std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_template, const ChatRequest& request,
+                                                  jinja::Arena& arena, std::string& prompt,
+                                                  const PromptRenderOptions& options);
+
+// The `messages` variable vLLM builds from the request, for a content format.
+jinja::Value conversationValue(const ChatRequest& request, ContentFormat format, jinja::Arena& arena);
+
+}  // namespace dpgate::admission
