@@ -1,11 +1,10 @@
-// Regenerates the golden corpus the C++ tokenizer and template tests compare
-// against, from the reference: HuggingFace tokenizers (npm `tokenizers`, the
-// Rust library) and @huggingface/jinja rendering the model's chat_template.
+// Regenerates the golden corpus the C++ tokenizer tests compare against,
+// from the reference: HuggingFace tokenizers (npm `tokenizers`, the Rust
+// library). (Chat templates have their own corpus: generate_templates.mjs.)
 //
 //   node tests/golden/generate.mjs [TOKENIZER_DIR]
 //
-// Writes tests/golden/tokenizer_strings.jsonl ({"text","ids"} per line) and
-// tests/golden/chat_requests.jsonl ({"request","prompt","prompt_tokens","images"}).
+// Writes tests/golden/tokenizer_strings.jsonl ({"text","ids"} per line).
 // Deterministic: a seeded PRNG drives every choice.
 import { createRequire } from "node:module";
 import fs from "node:fs";
@@ -25,13 +24,9 @@ function npmModules() {
 const requireNpm = createRequire(import.meta.url);
 const npm = (name) => requireNpm(path.join(npmModules(), name));
 const { Tokenizer } = npm("tokenizers");
-const { Template } = npm("@huggingface/jinja");
 
 const tokDir = process.argv[2] || process.env.DPGATE_TOKENIZER_DIR || path.join(repo, "local/tokenizer/deepseek-v3");
 const tokenizer = Tokenizer.fromFile(path.join(tokDir, "tokenizer.json"));
-const config = JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer_config.json"), "utf8"));
-const template = new Template(config.chat_template);
-const bosToken = typeof config.bos_token === "string" ? config.bos_token : config.bos_token.content;
 const addedTokens = JSON.parse(fs.readFileSync(path.join(tokDir, "tokenizer.json"), "utf8")).added_tokens.map((t) => t.content);
 
 // --- PRNG (mulberry32) -------------------------------------------------------
@@ -239,85 +234,9 @@ function makeString(i) {
   return fn(arg);
 }
 
-// --- chat requests -----------------------------------------------------------
-function shortText() {
-  const r = rand();
-  if (r < 0.45) return prose();
-  if (r < 0.6) return interesting(40);
-  if (r < 0.7) return code();
-  if (r < 0.8) return script();
-  if (r < 0.86) return specialInside();
-  if (r < 0.9) return "";
-  if (r < 0.95) return wsRuns();
-  return digitRuns();
-}
-function content(allowParts, allowImages) {
-  if (!allowParts || chance(0.6)) return shortText();
-  const parts = [];
-  const n = randInt(1, 5);
-  for (let i = 0; i < n; ++i) {
-    const r = rand();
-    if (allowImages && r < 0.25) parts.push({ type: "image_url", image_url: { url: "data:image/png;base64,iVBORw0KGgo=" } });
-    else if (allowImages && r < 0.35) parts.push({ type: "input_image", image_url: "https://example.com/cat.png" });
-    else parts.push({ type: "text", text: shortText() });
-  }
-  return parts;
-}
-function toolCall() {
-  const args = JSON.stringify({ q: shortText().slice(0, 40), n: randInt(0, 999), flag: chance(0.5) });
-  return { id: "call_" + randInt(0, 1e9).toString(36), type: "function", function: { name: pick(["get_weather", "search", "run_code", "read_file", "f"]), arguments: args } };
-}
-function makeChat() {
-  const messages = [];
-  const nSystem = randInt(0, 3);
-  const systemsFirst = chance(0.7);
-  const pushSystem = () => messages.push({ role: chance(0.2) ? "developer" : "system", content: content(true, false) });
-  if (systemsFirst) for (let i = 0; i < nSystem; ++i) pushSystem();
-  const turns = randInt(1, 6);
-  for (let t = 0; t < turns; ++t) {
-    messages.push({ role: "user", content: content(true, true) });
-    if (!systemsFirst && chance(0.3)) pushSystem();
-    if (t === turns - 1 && chance(0.6)) break; // end on a user turn
-    if (chance(0.45)) {
-      const calls = Array.from({ length: randInt(1, 3) }, toolCall);
-      messages.push({ role: "assistant", content: null, tool_calls: calls });
-      if (chance(0.9)) {
-        const outs = chance(0.8) ? calls.length : randInt(1, 3);
-        for (let i = 0; i < outs; ++i) messages.push({ role: "tool", tool_call_id: calls[Math.min(i, calls.length - 1)].id, content: content(true, false) });
-      }
-      if (chance(0.7)) messages.push({ role: "assistant", content: content(true, false) });
-    } else {
-      messages.push({ role: "assistant", content: content(true, false) });
-    }
-  }
-  return { model: "ds-v4.1-flash-1017", messages, max_tokens: randInt(1, 4096) };
-}
-
-// How the request reaches the template (vLLM's "string" content format):
-// text parts joined by "\n", image parts counted but not rendered, and
-// `developer` treated as `system`.
-function toTemplateMessages(request) {
-  let images = 0;
-  const messages = request.messages.map((m) => {
-    const out = { ...m };
-    if (out.role === "developer") out.role = "system";
-    if (Array.isArray(m.content)) {
-      const texts = [];
-      for (const p of m.content) {
-        if (p.type === "text") texts.push(p.text);
-        else ++images;
-      }
-      out.content = texts.join("\n");
-    }
-    return out;
-  });
-  return { messages, images };
-}
-
 // --- write ---------------------------------------------------------------------
 async function main() {
   const nStrings = 20480;
-  const nChats = 600;
   const stringsOut = fs.openSync(path.join(here, "tokenizer_strings.jsonl"), "w");
   for (let i = 0; i < nStrings; ++i) {
     const text = makeString(i);
@@ -326,15 +245,6 @@ async function main() {
   }
   fs.closeSync(stringsOut);
 
-  const chatsOut = fs.openSync(path.join(here, "chat_requests.jsonl"), "w");
-  for (let i = 0; i < nChats; ++i) {
-    const request = makeChat();
-    const { messages, images } = toTemplateMessages(request);
-    const prompt = template.render({ messages, add_generation_prompt: true, bos_token: bosToken });
-    const ids = (await tokenizer.encode(prompt, null, { addSpecialTokens: false })).getIds();
-    fs.writeSync(chatsOut, JSON.stringify({ request, prompt, prompt_tokens: ids.length, images }) + "\n");
-  }
-  fs.closeSync(chatsOut);
-  console.error(`wrote ${nStrings} strings and ${nChats} chat requests`);
+  console.error(`wrote ${nStrings} strings`);
 }
 main();
