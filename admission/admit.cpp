@@ -122,7 +122,8 @@ std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {
   PromptRenderOptions options;
   options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
   options.limits.arena_bytes = renderBudgetBytes(body_bytes);
-  if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options)) {
+  options.fast_path = native_rendering_;
+  if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options, &renderers_)) {
     // The backend would refuse the request with the template's own words.
     return invalid(std::move(error->param), std::move(error->message));
   }
@@ -140,10 +141,10 @@ TokenCount Admitter::countPrompt() {
   return count;
 }
 
-Admitter::ChatCount Admitter::countChat(std::string_view body) {
+Admitter::ChatCount Admitter::countChat(std::string_view body, std::size_t capacity_bytes) {
   ChatCount result;
   arena_.reset();
-  if (auto error = scanner_.scan(body, body.size(), Endpoint::chat_completions, arena_, request_)) {
+  if (auto error = scanner_.scan(body, std::max(capacity_bytes, body.size()), Endpoint::chat_completions, arena_, request_)) {
     result.param = std::move(error->param);
     result.error = std::move(error->message);
     return result;

@@ -18,6 +18,7 @@
 #include "admission/request_scan.hpp"
 #include "admission/template/chat_template.hpp"
 #include "admission/template/jinja/arena.hpp"
+#include "admission/template/vllm_render.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/verdict.hpp"
 
@@ -49,8 +50,13 @@ class Admitter {
     std::string param;  // on failure: the field to blame
     std::string error;
   };
-  ChatCount countChat(std::string_view body);
+  ChatCount countChat(std::string_view body, std::size_t capacity_bytes = 0);
   const std::string& prompt() const { return prompt_; }
+
+  // False: always render with the Jinja engine, never the native rendering
+  // of a template it recognises (deepseek_v3_fast_path.hpp); the tests and
+  // the fuzz target that prove the two identical.
+  void setNativeRendering(bool on) { native_rendering_ = on; }
 
   const std::string& error() const { return error_; }
   bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
@@ -66,7 +72,9 @@ class Admitter {
   std::function<std::int64_t()> unix_now_;
   std::optional<TokenCounter> counter_;
   std::string error_;
+  bool native_rendering_ = true;
   jinja::Arena arena_;
+  PromptRenderers renderers_;
   RequestScanner scanner_;
   ScannedRequest request_;
   std::string prompt_;  // rendered chat prompt, reused across requests

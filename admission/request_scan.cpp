@@ -19,30 +19,59 @@ namespace {
 // drop them when much smaller bodies follow.
 constexpr std::size_t kShrinkAboveBytes = 32u << 20;
 
-std::string at(const std::string& path, std::size_t index) { return path + "[" + std::to_string(index) + "]"; }
+// A JSON path ("messages[3].content[1].image_url"), rendered to text only
+// when an error names it: building it per field was a heap string per
+// message on every request.
+class Path {
+ public:
+  Path(const char* root) : key_(root) {}  // NOLINT(google-explicit-constructor): literals name top-level fields
+  Path(std::string_view root) : key_(root) {}  // NOLINT(google-explicit-constructor)
+  Path field(std::string_view key) const { return Path(this, key, 0, false); }
+  Path index(std::size_t i) const { return Path(this, {}, i, true); }
+  std::string str() const {
+    std::string out = parent_ != nullptr ? parent_->str() : std::string();
+    if (is_index_) {
+      out += "[" + std::to_string(index_) + "]";
+    } else {
+      if (parent_ != nullptr) out += '.';
+      out += key_.substr(0, 40);
+    }
+    return out;
+  }
 
-ScanError fail(std::string path, std::string_view what) {
+ private:
+  Path(const Path* parent, std::string_view key, std::size_t index, bool is_index)
+      : parent_(parent), key_(key), index_(index), is_index_(is_index) {}
+  const Path* parent_ = nullptr;  // lives on a caller's stack frame, longer than this
+  std::string_view key_;
+  std::size_t index_ = 0;
+  bool is_index_ = false;
+};
+
+Path at(const Path& path, std::size_t index) { return path.index(index); }
+
+ScanError fail(const Path& path, std::string_view what) {
   ScanError error;
-  error.message = path + ": " + std::string(what);
-  error.param = std::move(path);
+  error.param = path.str();
+  error.message = error.param + ": " + std::string(what);
   return error;
 }
 
-ScanError jsonError(std::string path, simdjson::error_code code) {
+ScanError jsonError(const Path& path, simdjson::error_code code) {
   switch (code) {
     case simdjson::STRING_ERROR:
-      return fail(std::move(path), "invalid string (a lone surrogate or a bad escape)");
+      return fail(path, "invalid string (a lone surrogate or a bad escape)");
     case simdjson::DEPTH_ERROR:
-      return fail(std::move(path), "JSON nested too deeply");
+      return fail(path, "JSON nested too deeply");
     case simdjson::UNESCAPED_CHARS:
-      return fail(std::move(path), "invalid string (unescaped control character)");
+      return fail(path, "invalid string (unescaped control character)");
     case simdjson::UNCLOSED_STRING:
-      return fail(std::move(path), "malformed JSON (unclosed string)");
+      return fail(path, "malformed JSON (unclosed string)");
     case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
     case simdjson::TAPE_ERROR:
-      return fail(std::move(path), "malformed JSON (truncated, unbalanced or trailing content)");
+      return fail(path, "malformed JSON (truncated, unbalanced or trailing content)");
     default:
-      return fail(std::move(path), std::string("malformed JSON (") + simdjson::error_message(code) + ")");
+      return fail(path, std::string("malformed JSON (") + simdjson::error_message(code) + ")");
   }
 }
 
@@ -53,12 +82,12 @@ std::string_view trimmed(std::string_view text) {
   return text;
 }
 
-std::optional<ScanError> typeOf(od::value& value, const std::string& path, od::json_type& type) {
+std::optional<ScanError> typeOf(od::value& value, const Path& path, od::json_type& type) {
   if (auto error = value.type().get(type)) return jsonError(path, error);
   return std::nullopt;
 }
 
-std::optional<ScanError> readString(od::value& value, const std::string& path, std::string_view& out) {
+std::optional<ScanError> readString(od::value& value, const Path& path, std::string_view& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type != od::json_type::string) return fail(path, "must be a string");
@@ -67,7 +96,7 @@ std::optional<ScanError> readString(od::value& value, const std::string& path, s
 }
 
 // Null leaves `out` untouched and sets `present` false.
-std::optional<ScanError> readOptionalString(od::value& value, const std::string& path, std::string_view& out,
+std::optional<ScanError> readOptionalString(od::value& value, const Path& path, std::string_view& out,
                                             bool& present) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -76,7 +105,7 @@ std::optional<ScanError> readOptionalString(od::value& value, const std::string&
   return readString(value, path, out);
 }
 
-std::optional<ScanError> readOptionalBool(od::value& value, const std::string& path, bool& out) {
+std::optional<ScanError> readOptionalBool(od::value& value, const Path& path, bool& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) return std::nullopt;
@@ -91,7 +120,7 @@ bool isIntegerText(std::string_view text) {
 }
 
 // Integers only: 100.0, 1e3, "100", true and null are refused by name.
-std::optional<ScanError> readInteger(od::value& value, const std::string& path, ScannedInteger& out) {
+std::optional<ScanError> readInteger(od::value& value, const Path& path, ScannedInteger& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type != od::json_type::number) return fail(path, "must be an integer");
@@ -113,7 +142,7 @@ std::optional<ScanError> readInteger(od::value& value, const std::string& path, 
 
 // An image part's image_url: a string, or an object whose url is a string.
 // The URL (often megabytes of base64) is type-checked and skipped, never read.
-std::optional<ScanError> checkImageUrl(od::value& value, const std::string& path) {
+std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::string) return std::nullopt;
@@ -129,11 +158,11 @@ std::optional<ScanError> checkImageUrl(od::value& value, const std::string& path
     if (key != "url") continue;
     od::value url = field.value();
     od::json_type url_type;
-    if (auto error = typeOf(url, path + ".url", url_type)) return error;
-    if (url_type != od::json_type::string) return fail(path + ".url", "must be a string");
+    if (auto error = typeOf(url, path.field("url"), url_type)) return error;
+    if (url_type != od::json_type::string) return fail(path.field("url"), "must be a string");
     has_url = true;
   }
-  if (!has_url) return fail(path + ".url", "missing (an image part needs image_url.url)");
+  if (!has_url) return fail(path.field("url"), "missing (an image part needs image_url.url)");
   return std::nullopt;
 }
 
@@ -141,7 +170,7 @@ std::optional<ScanError> checkImageUrl(od::value& value, const std::string& path
 // kwargs, tool-call arguments sent as objects): a repeated key keeps its
 // first position and its last value; numbers are ints or floats as Python
 // reads them.
-std::optional<ScanError> readJsonValue(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja::Arena& arena,
                                        jinja::Value& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -191,7 +220,7 @@ std::optional<ScanError> readJsonValue(od::value& value, const std::string& path
         if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
         od::value field_value = field.value();
         jinja::Value item;
-        if (auto error = readJsonValue(field_value, path + "." + std::string(key.substr(0, 40)), arena, item)) return error;
+        if (auto error = readJsonValue(field_value, path.field(key), arena, item)) return error;
         dict.set(key, item);
       }
       out = dict.finish();
@@ -210,7 +239,7 @@ std::optional<std::string_view> textKeyOf(std::string_view part_type) {
   return std::nullopt;
 }
 
-std::optional<ScanError> readContentPart(od::value& value, const std::string& path, ChatMessage& message) {
+std::optional<ScanError> readContentPart(od::value& value, const Path& path, ChatMessage& message) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::string) {  // vLLM takes a bare string as a text part
@@ -236,43 +265,43 @@ std::optional<ScanError> readContentPart(od::value& value, const std::string& pa
     if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
     od::value field_value = field.value();
     if (key == "type") {
-      if (auto error = readString(field_value, path + ".type", part_type)) return error;
+      if (auto error = readString(field_value, path.field("type"), part_type)) return error;
       has_type = true;
       continue;
     }
     if (key == "image_url") {
-      if (auto error = checkImageUrl(field_value, path + ".image_url")) return error;
+      if (auto error = checkImageUrl(field_value, path.field("image_url"))) return error;
       has_image_url = true;
       continue;
     }
     for (std::size_t k = 0; k < 3; ++k) {
       if (key != kTextKeys[k]) continue;
       od::json_type text_type;
-      if (auto error = typeOf(field_value, path + "." + std::string(key), text_type)) return error;
+      if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
       if (text_type == od::json_type::null) break;
-      if (text_type != od::json_type::string) return fail(path + "." + std::string(key), "must be a string");
-      if (auto error = field_value.get_string().get(texts[k])) return jsonError(path + "." + std::string(key), error);
+      if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
+      if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
       has_text[k] = true;
     }
   }
-  if (!has_type) return fail(path + ".type", "missing");
+  if (!has_type) return fail(path.field("type"), "missing");
   if (auto text_key = textKeyOf(part_type)) {
     const std::size_t k = *text_key == "text" ? 0 : *text_key == "refusal" ? 1 : 2;
     // vLLM skips a text part whose text is missing or null.
     if (has_text[k]) message.parts.push_back({ChatContentPart::Kind::text, texts[k]});
   } else if (part_type == "image_url" || part_type == "input_image") {
-    if (!has_image_url) return fail(path + ".image_url", "missing (an image part needs image_url.url)");
+    if (!has_image_url) return fail(path.field("image_url"), "missing (an image part needs image_url.url)");
     message.parts.push_back({ChatContentPart::Kind::image, {}});
     ++message.images;
   } else {
-    return fail(path + ".type", "unsupported content part \"" + std::string(part_type.substr(0, 40)) +
+    return fail(path.field("type"), "unsupported content part \"" + std::string(part_type.substr(0, 40)) +
                                     "\" (supported: text, input_text, output_text, refusal, thinking, image_url, "
                                     "input_image)");
   }
   return std::nullopt;
 }
 
-std::optional<ScanError> readContent(od::value& value, const std::string& path, ChatMessage& message) {
+std::optional<ScanError> readContent(od::value& value, const Path& path, ChatMessage& message) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   message.parts.clear();
@@ -303,7 +332,7 @@ std::optional<ScanError> readContent(od::value& value, const std::string& path, 
 // A tool call's `arguments` as vLLM passes it to the template: a JSON string
 // parsed with json.loads ({} when it is not JSON), an object or array as
 // sent, anything else {}.
-std::optional<ScanError> readArguments(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readArguments(od::value& value, const Path& path, jinja::Arena& arena,
                                        jinja::Value& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -325,7 +354,7 @@ std::optional<ScanError> readArguments(od::value& value, const std::string& path
   return readJsonValue(value, path, arena, ignored);
 }
 
-std::optional<ScanError> readFunction(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readFunction(od::value& value, const Path& path, jinja::Arena& arena,
                                       jinja::Value& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -343,14 +372,14 @@ std::optional<ScanError> readFunction(od::value& value, const std::string& path,
     if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
     od::value field_value = field.value();
     if (key == "name") {
-      if (auto error = readString(field_value, path + ".name", name)) return error;
+      if (auto error = readString(field_value, path.field("name"), name)) return error;
       has_name = true;
     } else if (key == "arguments") {
-      if (auto error = readArguments(field_value, path + ".arguments", arena, arguments)) return error;
+      if (auto error = readArguments(field_value, path.field("arguments"), arena, arguments)) return error;
       has_arguments = true;
     }
   }
-  if (!has_name) return fail(path + ".name", "must be a string");
+  if (!has_name) return fail(path.field("name"), "must be a string");
   // pydantic rebuilds the function in its fields' order: arguments, name.
   jinja::DictBuilder function(arena, 2);
   function.set("arguments", has_arguments ? arguments : jinja::DictBuilder(arena).finish());
@@ -359,7 +388,7 @@ std::optional<ScanError> readFunction(od::value& value, const std::string& path,
   return std::nullopt;
 }
 
-std::optional<ScanError> readToolCall(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readToolCall(od::value& value, const Path& path, jinja::Arena& arena,
                                       jinja::Value& out) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -378,18 +407,18 @@ std::optional<ScanError> readToolCall(od::value& value, const std::string& path,
     if (key == "id") {
       std::string_view text;
       bool present = false;
-      if (auto error = readOptionalString(field_value, path + ".id", text, present)) return error;
+      if (auto error = readOptionalString(field_value, path.field("id"), text, present)) return error;
       id = present ? jinja::Value::string(text) : jinja::Value::none();
     } else if (key == "type") {
       std::string_view text;
-      if (auto error = readString(field_value, path + ".type", text)) return error;
+      if (auto error = readString(field_value, path.field("type"), text)) return error;
       call_type = jinja::Value::string(text);
     } else if (key == "function") {
-      if (auto error = readFunction(field_value, path + ".function", arena, function)) return error;
+      if (auto error = readFunction(field_value, path.field("function"), arena, function)) return error;
     }
   }
-  if (call_type.isUndefined()) return fail(path + ".type", "must be a string");
-  if (function.isUndefined()) return fail(path + ".function", "missing (a tool call needs function.name and function.arguments)");
+  if (call_type.isUndefined()) return fail(path.field("type"), "must be a string");
+  if (function.isUndefined()) return fail(path.field("function"), "missing (a tool call needs function.name and function.arguments)");
   // The keys the request has, in the order of the OpenAI TypedDict pydantic rebuilds: id, function, type.
   jinja::DictBuilder call(arena, 3);
   if (!id.isUndefined()) call.set("id", id);
@@ -399,7 +428,7 @@ std::optional<ScanError> readToolCall(od::value& value, const std::string& path,
   return std::nullopt;
 }
 
-std::optional<ScanError> readToolCalls(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readToolCalls(od::value& value, const Path& path, jinja::Arena& arena,
                                        ChatMessage& message) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -424,7 +453,7 @@ std::optional<ScanError> readToolCalls(od::value& value, const std::string& path
   return std::nullopt;
 }
 
-std::optional<ScanError> readMessage(od::value& value, const std::string& path, jinja::Arena& arena,
+std::optional<ScanError> readMessage(od::value& value, const Path& path, jinja::Arena& arena,
                                      ChatMessage& message) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -440,29 +469,29 @@ std::optional<ScanError> readMessage(od::value& value, const std::string& path, 
     if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
     od::value field_value = field.value();
     if (key == "role") {
-      if (auto error = readString(field_value, path + ".role", message.role)) return error;
+      if (auto error = readString(field_value, path.field("role"), message.role)) return error;
       has_role = true;
     } else if (key == "content") {
-      if (auto error = readContent(field_value, path + ".content", message)) return error;
+      if (auto error = readContent(field_value, path.field("content"), message)) return error;
     } else if (key == "tool_calls") {
-      if (auto error = readToolCalls(field_value, path + ".tool_calls", arena, message)) return error;
+      if (auto error = readToolCalls(field_value, path.field("tool_calls"), arena, message)) return error;
     } else if (key == "tool_call_id") {
       bool present = false;
       std::string_view id;
-      if (auto error = readOptionalString(field_value, path + ".tool_call_id", id, present)) return error;
+      if (auto error = readOptionalString(field_value, path.field("tool_call_id"), id, present)) return error;
       message.has_tool_call_id = true;
       message.tool_call_id = present ? jinja::Value::string(id) : jinja::Value::none();
     } else if (key == "name") {
       od::json_type name_type;
-      if (auto error = typeOf(field_value, path + ".name", name_type)) return error;
+      if (auto error = typeOf(field_value, path.field("name"), name_type)) return error;
       message.has_name = name_type == od::json_type::string;
       if (message.has_name) {
-        if (auto error = field_value.get_string().get(message.name)) return jsonError(path + ".name", error);
+        if (auto error = field_value.get_string().get(message.name)) return jsonError(path.field("name"), error);
       }
     } else if (key == "reasoning" || key == "reasoning_content") {
       std::string_view text;
       bool present = false;
-      if (auto error = readOptionalString(field_value, path + "." + std::string(key), text, present)) return error;
+      if (auto error = readOptionalString(field_value, path.field(key), text, present)) return error;
       if (present && (key == "reasoning" || !has_reasoning)) {
         message.has_reasoning = true;
         message.reasoning = text;
@@ -470,12 +499,12 @@ std::optional<ScanError> readMessage(od::value& value, const std::string& path, 
       }
     }
   }
-  if (!has_role) return fail(path + ".role", "missing");
+  if (!has_role) return fail(path.field("role"), "missing");
   return std::nullopt;
 }
 
 std::optional<ScanError> readMessages(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
-  const std::string path = "messages";
+  const Path path("messages");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type != od::json_type::array) return fail(path, "must be an array");
@@ -496,7 +525,7 @@ std::optional<ScanError> readMessages(od::value& value, jinja::Arena& arena, Cha
 // `tools` as vLLM validates and dumps them (ChatCompletionToolsParam,
 // FunctionDefinition): {"type": "function", "function": {"name",
 // "description", "parameters"[, "strict"][, "defer_loading"]}}[+ defer_loading].
-std::optional<ScanError> readTool(od::value& value, const std::string& path, jinja::Arena& arena, jinja::Value& out,
+std::optional<ScanError> readTool(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out,
                                   std::string_view& name) {
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
@@ -510,7 +539,7 @@ std::optional<ScanError> readTool(od::value& value, const std::string& path, jin
   jinja::Value function_defer = jinja::Value::none();
   jinja::Value tool_defer = jinja::Value::none();
   bool has_name = false;
-  auto readOptionalBoolValue = [&](od::value& v, const std::string& p, jinja::Value& target) -> std::optional<ScanError> {
+  auto readOptionalBoolValue = [&](od::value& v, const Path& p, jinja::Value& target) -> std::optional<ScanError> {
     od::json_type t;
     if (auto error = typeOf(v, p, t)) return error;
     if (t == od::json_type::null) return std::nullopt;
@@ -528,12 +557,12 @@ std::optional<ScanError> readTool(od::value& value, const std::string& path, jin
     od::value field_value = field.value();
     if (key == "type") {
       std::string_view tool_type;
-      if (auto error = readString(field_value, path + ".type", tool_type)) return error;
-      if (tool_type != "function") return fail(path + ".type", "must be \"function\"");
+      if (auto error = readString(field_value, path.field("type"), tool_type)) return error;
+      if (tool_type != "function") return fail(path.field("type"), "must be \"function\"");
     } else if (key == "defer_loading") {
-      if (auto error = readOptionalBoolValue(field_value, path + ".defer_loading", tool_defer)) return error;
+      if (auto error = readOptionalBoolValue(field_value, path.field("defer_loading"), tool_defer)) return error;
     } else if (key == "function") {
-      const std::string fpath = path + ".function";
+      const Path fpath = path.field("function");
       od::json_type ftype;
       if (auto error = typeOf(field_value, fpath, ftype)) return error;
       if (ftype != od::json_type::object) return fail(fpath, "must be an object");
@@ -546,31 +575,31 @@ std::optional<ScanError> readTool(od::value& value, const std::string& path, jin
         if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(fpath, error);
         od::value fvalue = ffield.value();
         if (fkey == "name") {
-          if (auto error = readString(fvalue, fpath + ".name", name)) return error;
+          if (auto error = readString(fvalue, fpath.field("name"), name)) return error;
           has_name = true;
         } else if (fkey == "description") {
           std::string_view text;
           bool present = false;
-          if (auto error = readOptionalString(fvalue, fpath + ".description", text, present)) return error;
+          if (auto error = readOptionalString(fvalue, fpath.field("description"), text, present)) return error;
           description = present ? jinja::Value::string(text) : jinja::Value::none();
         } else if (fkey == "parameters") {
           od::json_type ptype;
-          if (auto error = typeOf(fvalue, fpath + ".parameters", ptype)) return error;
+          if (auto error = typeOf(fvalue, fpath.field("parameters"), ptype)) return error;
           if (ptype != od::json_type::null && ptype != od::json_type::object) {
-            return fail(fpath + ".parameters", "must be an object (a JSON schema) or null");
+            return fail(fpath.field("parameters"), "must be an object (a JSON schema) or null");
           }
-          if (auto error = readJsonValue(fvalue, fpath + ".parameters", arena, parameters)) return error;
+          if (auto error = readJsonValue(fvalue, fpath.field("parameters"), arena, parameters)) return error;
         } else if (fkey == "strict") {
-          if (auto error = readOptionalBoolValue(fvalue, fpath + ".strict", strict)) return error;
+          if (auto error = readOptionalBoolValue(fvalue, fpath.field("strict"), strict)) return error;
         } else if (fkey == "defer_loading") {
-          if (auto error = readOptionalBoolValue(fvalue, fpath + ".defer_loading", function_defer)) return error;
+          if (auto error = readOptionalBoolValue(fvalue, fpath.field("defer_loading"), function_defer)) return error;
         }
       }
-      if (!has_name) return fail(fpath + ".name", "missing (a tool needs function.name)");
+      if (!has_name) return fail(fpath.field("name"), "missing (a tool needs function.name)");
       has_function = true;
     }
   }
-  if (!has_function) return fail(path + ".function", "missing (a tool needs a function definition)");
+  if (!has_function) return fail(path.field("function"), "missing (a tool needs a function definition)");
   if (function_defer.isNone()) function_defer = tool_defer;
   jinja::DictBuilder function(arena, 5);
   function.set("name", jinja::Value::string(name));
@@ -588,7 +617,7 @@ std::optional<ScanError> readTool(od::value& value, const std::string& path, jin
 
 std::optional<ScanError> readTools(od::value& value, jinja::Arena& arena, ChatRequest& chat,
                                    std::vector<std::string_view>& names) {
-  const std::string path = "tools";
+  const Path path("tools");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) {
@@ -614,7 +643,7 @@ std::optional<ScanError> readTools(od::value& value, jinja::Arena& arena, ChatRe
   return std::nullopt;
 }
 
-std::optional<ScanError> readTokenIds(od::value& value, const std::string& path, std::uint64_t& count) {
+std::optional<ScanError> readTokenIds(od::value& value, const Path& path, std::uint64_t& count) {
   od::array array;
   if (auto error = value.get_array().get(array)) return jsonError(path, error);
   std::size_t index = 0;
@@ -637,7 +666,7 @@ std::optional<ScanError> readTokenIds(od::value& value, const std::string& path,
 // `prompt`: a string, an array of strings, an array of token ids, or an
 // array of arrays of token ids; each string or id array is one sequence.
 std::optional<ScanError> readPrompt(od::value& value, ScannedRequest& out) {
-  const std::string path = "prompt";
+  const Path path("prompt");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::string) {
@@ -651,7 +680,7 @@ std::optional<ScanError> readPrompt(od::value& value, ScannedRequest& out) {
   od::json_type first_type = od::json_type::null;
   std::uint64_t flat_ids = 0;
   for (auto element_result : array) {
-    const std::string element_path = at(path, index);
+    const Path element_path = at(path, index);
     od::value element;
     if (auto error = std::move(element_result).get(element)) return jsonError(element_path, error);
     od::json_type element_type;
@@ -681,7 +710,7 @@ std::optional<ScanError> readPrompt(od::value& value, ScannedRequest& out) {
 }
 
 std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out) {
-  const std::string path = "stream_options";
+  const Path path("stream_options");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) return std::nullopt;
@@ -695,7 +724,7 @@ std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out
     if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
     if (key != "include_usage") continue;
     od::value field_value = field.value();
-    if (auto error = readOptionalBool(field_value, path + ".include_usage", out.include_usage)) return error;
+    if (auto error = readOptionalBool(field_value, path.field("include_usage"), out.include_usage)) return error;
   }
   return std::nullopt;
 }
@@ -712,7 +741,7 @@ std::optional<ScanError> readN(od::value& value, ScannedRequest& out) {
 }
 
 std::optional<ScanError> readToolChoice(od::value& value, ScannedRequest& out) {
-  const std::string path = "tool_choice";
+  const Path path("tool_choice");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) {
@@ -747,33 +776,33 @@ std::optional<ScanError> readToolChoice(od::value& value, ScannedRequest& out) {
     od::value field_value = field.value();
     if (key == "type") {
       std::string_view choice_type;
-      if (auto error = readString(field_value, path + ".type", choice_type)) return error;
-      if (choice_type != "function") return fail(path + ".type", "must be \"function\"");
+      if (auto error = readString(field_value, path.field("type"), choice_type)) return error;
+      if (choice_type != "function") return fail(path.field("type"), "must be \"function\"");
     } else if (key == "function") {
       od::json_type ftype;
-      if (auto error = typeOf(field_value, path + ".function", ftype)) return error;
-      if (ftype != od::json_type::object) return fail(path + ".function", "must be an object with a name");
+      if (auto error = typeOf(field_value, path.field("function"), ftype)) return error;
+      if (ftype != od::json_type::object) return fail(path.field("function"), "must be an object with a name");
       od::object function;
-      if (auto error = field_value.get_object().get(function)) return jsonError(path + ".function", error);
+      if (auto error = field_value.get_object().get(function)) return jsonError(path.field("function"), error);
       for (auto ffield_result : function) {
         od::field ffield;
-        if (auto error = std::move(ffield_result).get(ffield)) return jsonError(path + ".function", error);
+        if (auto error = std::move(ffield_result).get(ffield)) return jsonError(path.field("function"), error);
         std::string_view fkey;
-        if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(path + ".function", error);
+        if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(path.field("function"), error);
         if (fkey != "name") continue;
         od::value name = ffield.value();
-        if (auto error = readString(name, path + ".function.name", out.tool_choice_name)) return error;
+        if (auto error = readString(name, path.field("function").field("name"), out.tool_choice_name)) return error;
         has_name = !out.tool_choice_name.empty();
       }
     }
   }
-  if (!has_name) return fail(path + ".function.name", "missing (a named tool choice needs function.name)");
+  if (!has_name) return fail(path.field("function").field("name"), "missing (a named tool choice needs function.name)");
   out.tool_choice = ToolChoice::named;
   return std::nullopt;
 }
 
 std::optional<ScanError> readTemplateKwargs(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
-  const std::string path = "chat_template_kwargs";
+  const Path path("chat_template_kwargs");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) return std::nullopt;
@@ -782,14 +811,14 @@ std::optional<ScanError> readTemplateKwargs(od::value& value, jinja::Arena& aren
   // vLLM refuses these (and a template variable `messages` would collide).
   for (std::string_view reserved : {"chat_template", "tokenize", "messages"}) {
     if (chat.chat_template_kwargs.asDict().find(reserved) != nullptr) {
-      return fail(path + "." + std::string(reserved), "cannot be set by a request");
+      return fail(path.field(reserved), "cannot be set by a request");
     }
   }
   return std::nullopt;
 }
 
 std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
-  const std::string path = "documents";
+  const Path path("documents");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) return std::nullopt;
@@ -800,7 +829,7 @@ std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, Ch
     if (!document.isDict()) return fail(at(path, index), "must be an object of strings");
     for (std::size_t k = 0; k < document.asDict().size; ++k) {
       if (!document.asDict().values[k].isString()) {
-        return fail(at(path, index) + "." + std::string(document.asDict().keys[k].text().substr(0, 40)), "must be a string");
+        return fail(at(path, index).field(document.asDict().keys[k].text()), "must be a string");
       }
     }
     ++index;
@@ -809,7 +838,7 @@ std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, Ch
 }
 
 std::optional<ScanError> readReasoningEffort(od::value& value, ChatRequest& chat) {
-  const std::string path = "reasoning_effort";
+  const Path path("reasoning_effort");
   std::string_view effort;
   bool present = false;
   if (auto error = readOptionalString(value, path, effort, present)) return error;
@@ -824,7 +853,7 @@ std::optional<ScanError> readReasoningEffort(od::value& value, ChatRequest& chat
 }
 
 std::optional<ScanError> readTruncation(od::value& value, ChatRequest& chat) {
-  const std::string path = "truncate_prompt_tokens";
+  const Path path("truncate_prompt_tokens");
   od::json_type type;
   if (auto error = typeOf(value, path, type)) return error;
   if (type == od::json_type::null) return std::nullopt;
@@ -982,7 +1011,7 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
     }
     if (error) return error;
     if (bit != 0) {
-      if ((seen & bit) != 0) return fail(std::string(key), "appears twice");
+      if ((seen & bit) != 0) return fail(Path(key), "appears twice");
       seen |= bit;
     }
   }

@@ -63,7 +63,11 @@ std::string countLine(const std::string& line, TokenCounter& counter, Admitter* 
 
 }  // namespace
 
-int runTokensCli(int argc, char** argv) { return runTokensCli(argc, argv, std::cin, std::cout, std::cerr); }
+int runTokensCli(int argc, char** argv) {
+    // Lines of megabytes: unsynchronised streams read them in blocks, not per character.
+    std::ios::sync_with_stdio(false);
+    return runTokensCli(argc, argv, std::cin, std::cout, std::cerr);
+}
 
 int runTokensCli(int argc, char** argv, std::istream& in, std::ostream& out, std::ostream& err) {
     std::string tokenizer_path;

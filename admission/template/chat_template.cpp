@@ -6,6 +6,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "admission/template/deepseek_v3_fast_path.hpp"
 #include "admission/template/vllm_render.hpp"
 
 namespace dpgate::admission {
@@ -129,6 +130,8 @@ std::shared_ptr<const ChatTemplate> ChatTemplate::build(std::vector<std::pair<st
         variant.content_format = content_format == "auto"     ? detectContentFormat(*tpl)
                                  : content_format == "openai" ? ContentFormat::openai
                                                               : ContentFormat::string;
+        variant.deepseek_v3_fast_path =
+            variant.content_format == ContentFormat::string && isDeepSeekV3Template(text);
         variant.tpl = std::move(tpl);
         result->source_ += text;
         result->variants_.push_back(std::move(variant));
@@ -157,6 +160,17 @@ std::shared_ptr<const ChatTemplate> ChatTemplate::build(std::vector<std::pair<st
         };
         if (config.value("add_bos_token", false)) result->added_bos_ = tokenOf("bos_token");
         if (config.value("add_eos_token", false)) result->added_eos_ = tokenOf("eos_token");
+    }
+    for (Variant& variant : result->variants_) {
+        const jinja::Template& tpl = *variant.tpl;
+        variant.ids.messages = tpl.nameId("messages");
+        variant.ids.tools = tpl.nameId("tools");
+        variant.ids.documents = tpl.nameId("documents");
+        variant.ids.add_generation_prompt = tpl.nameId("add_generation_prompt");
+        variant.ids.reasoning_effort = tpl.nameId("reasoning_effort");
+        variant.ids.enable_thinking = tpl.nameId("enable_thinking");
+        variant.ids.additional_special_tokens = tpl.nameId("additional_special_tokens");
+        for (const auto& [name, text] : result->special_tokens_) variant.ids.special_tokens.push_back(tpl.nameId(name));
     }
     result->probeTools();
     return result;

@@ -8,6 +8,7 @@
 // (bos_token, eos_token, ...) and add_bos_token for add_special_tokens.
 //
 // Immutable after load; share between threads.
+#include <cstdint>
 #include <filesystem>
 #include <memory>
 #include <optional>
@@ -34,6 +35,16 @@ public:
         std::string name;  // "default", "tool_use", or the file it came from
         std::shared_ptr<const jinja::Template> tpl;
         ContentFormat content_format = ContentFormat::string;
+        // The template is DeepSeek V3's own and renders with the string
+        // format: deepseek_v3_fast_path.hpp can render it natively.
+        bool deepseek_v3_fast_path = false;
+        // Interned ids of the variables every render sets (kNoName where the
+        // template never reads them), looked up once at load.
+        struct Ids {
+            std::uint32_t messages, tools, documents, add_generation_prompt, reasoning_effort, enable_thinking,
+                additional_special_tokens;
+            std::vector<std::uint32_t> special_tokens;  // parallel to specialTokens()
+        } ids{};
     };
 
     struct LoadOptions {

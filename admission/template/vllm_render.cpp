@@ -1,7 +1,9 @@
 #include "admission/template/vllm_render.hpp"
 
 #include <algorithm>
+#include <optional>
 
+#include "admission/template/deepseek_v3_fast_path.hpp"
 #include "admission/template/jinja/py_text.hpp"
 
 namespace dpgate::admission {
@@ -96,6 +98,20 @@ std::optional<Value> withContinueTag(const Value& content, jinja::Arena& arena) 
 // merge_kwargs: `overrides` win, except their None and "auto" values.
 bool unset(const Value& v) { return v.isNone() || v.isUndefined() || (v.isString() && v.text() == "auto"); }
 
+// Whether a chat_template_kwargs entry sets a variable the template reads
+// (beyond those the request's own fields override).
+bool kwargsReachTemplate(const ChatRequest& request, const jinja::Template& tpl) {
+    if (!request.chat_template_kwargs.isDict()) return false;
+    const jinja::DictData& kwargs = request.chat_template_kwargs.asDict();
+    for (std::size_t i = 0; i < kwargs.size; ++i) {
+        if (!kwargs.keys[i].isString() || unset(kwargs.values[i])) continue;
+        const std::string_view name = kwargs.keys[i].text();
+        if (name == "add_generation_prompt" || name == "continue_final_message") continue;
+        if (tpl.nameId(name) != jinja::Template::kNoName) return true;
+    }
+    return false;
+}
+
 }  // namespace
 
 Value conversationValue(const ChatRequest& request, ContentFormat format, jinja::Arena& arena) {
@@ -124,10 +140,27 @@ Value conversationValue(const ChatRequest& request, ContentFormat format, jinja:
     return messages.finish();
 }
 
+jinja::Renderer& PromptRenderers::get(const jinja::Template& tpl, jinja::Arena& arena) {
+    for (Entry& entry : entries_) {
+        if (entry.tpl == &tpl && entry.arena == &arena) return *entry.renderer;
+    }
+    entries_.push_back({&tpl, &arena, std::make_unique<jinja::Renderer>(tpl, arena)});
+    return *entries_.back().renderer;
+}
+
 std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_template, const ChatRequest& request,
                                                   jinja::Arena& arena, std::string& prompt,
-                                                  const PromptRenderOptions& options) {
+                                                  const PromptRenderOptions& options, PromptRenderers* renderers) {
     const ChatTemplate::Variant& variant = chat_template.variantFor(!request.tools.isNone());
+    if (options.fast_path && variant.deepseek_v3_fast_path && !request.continue_final_message &&
+        !kwargsReachTemplate(request, *variant.tpl)) {
+        std::string_view bos;
+        for (const auto& [name, text] : chat_template.specialTokens()) {
+            if (name == "bos_token") bos = text;
+        }
+        renderDeepSeekV3(request, bos, prompt);
+        return std::nullopt;
+    }
     Value messages = conversationValue(request, variant.content_format, arena);
 
     std::string_view final_text;  // the last message's text before the marker
@@ -171,15 +204,21 @@ std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_templ
         messages = copy.finish();
     }
 
-    jinja::Renderer renderer(*variant.tpl, arena, options.limits);
+    std::optional<jinja::Renderer> own;
+    jinja::Renderer& renderer = renderers != nullptr ? renderers->get(*variant.tpl, arena) : own.emplace(*variant.tpl, arena);
+    renderer.reset();
+    renderer.setLimits(options.limits);
     renderer.setNow(options.now_unix_seconds);
+    const ChatTemplate::Variant::Ids& ids = variant.ids;
     // transformers: {**special_tokens_map, **kwargs}, with messages, tools,
     // documents and add_generation_prompt passed beside them.
-    for (const auto& [name, text] : chat_template.specialTokens()) renderer.setVariable(name, Value::string(text));
-    if (!chat_template.additionalSpecialTokens().empty()) {
+    for (std::size_t i = 0; i < ids.special_tokens.size(); ++i) {
+        renderer.setVariable(ids.special_tokens[i], Value::string(chat_template.specialTokens()[i].second));
+    }
+    if (!chat_template.additionalSpecialTokens().empty() && ids.additional_special_tokens != jinja::Template::kNoName) {
         ListBuilder extra(arena, chat_template.additionalSpecialTokens().size());
         for (const std::string& token : chat_template.additionalSpecialTokens()) extra.push(Value::string(token));
-        renderer.setVariable("additional_special_tokens", extra.finish());
+        renderer.setVariable(ids.additional_special_tokens, extra.finish());
     }
     Value tools = request.tools;
     Value documents = request.documents;
@@ -206,15 +245,15 @@ std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_templ
         }
     }
     if (!request.reasoning_effort.isNone()) {
-        renderer.setVariable("reasoning_effort", request.reasoning_effort);
+        renderer.setVariable(ids.reasoning_effort, request.reasoning_effort);
         const bool user_set = request.chat_template_kwargs.isDict() &&
                               request.chat_template_kwargs.asDict().find("enable_thinking") != nullptr;
-        if (!user_set) renderer.setVariable("enable_thinking", Value::boolean(request.reasoning_effort.text() != "none"));
+        if (!user_set) renderer.setVariable(ids.enable_thinking, Value::boolean(request.reasoning_effort.text() != "none"));
     }
-    renderer.setVariable("messages", messages);
-    renderer.setVariable("tools", tools);
-    renderer.setVariable("documents", documents);
-    renderer.setVariable("add_generation_prompt", Value::boolean(add_generation_prompt));
+    renderer.setVariable(ids.messages, messages);
+    renderer.setVariable(ids.tools, tools);
+    renderer.setVariable(ids.documents, documents);
+    renderer.setVariable(ids.add_generation_prompt, Value::boolean(add_generation_prompt));
 
     const std::size_t start = prompt.size();
     if (auto error = renderer.render(prompt)) {

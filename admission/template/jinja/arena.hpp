@@ -28,9 +28,14 @@ public:
     Arena(const Arena&) = delete;
     Arena& operator=(const Arena&) = delete;
 
+    // Sizes past kMaxBytes (or the limit) throw ArenaLimitExceeded rather
+    // than wrap around in the size arithmetic.
+    static constexpr std::size_t kMaxBytes = std::size_t{1} << 36;
+
     void* allocate(std::size_t bytes, std::size_t align = alignof(std::max_align_t)) {
         std::size_t offset = (used_ + align - 1) & ~(align - 1);
-        if (blocks_.empty() || offset + bytes > capacity_) {
+        if (blocks_.empty() || offset > capacity_ || bytes > capacity_ - offset) {
+            if (bytes > kMaxBytes) throw ArenaLimitExceeded{limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes};
             grow(bytes + align);
             offset = (used_ + align - 1) & ~(align - 1);
         }
@@ -42,7 +47,17 @@ public:
     T* allocateArray(std::size_t count) {
         static_assert(std::is_trivially_destructible_v<T>, "the arena never runs destructors");
         if (count == 0) return nullptr;
+        if (count > kMaxBytes / sizeof(T)) throw ArenaLimitExceeded{limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes};
         return static_cast<T*>(allocate(sizeof(T) * count, alignof(T)));
+    }
+
+    // Throws ArenaLimitExceeded unless `bytes` more would fit under the
+    // limit: for results built outside the arena first (a join, a repr, a
+    // padded string), which land in it at the end anyway, so that a
+    // template cannot make them arbitrarily large before that.
+    void ensureRoom(std::size_t bytes) const {
+        const std::size_t limit = limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes;
+        if (bytes > limit || bytesUsed() > limit - bytes) throw ArenaLimitExceeded{limit};
     }
 
     template <typename T, typename... Args>

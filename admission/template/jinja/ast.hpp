@@ -67,6 +67,10 @@ struct Expr {
     std::vector<CompareOp> ops;          // compare
     FilterFn filter = nullptr;
     TestFn test = nullptr;
+    // getattr / getitem with a constant string: whether the name is a method
+    // of dict (looked up at parse time, as attribute access tries methods
+    // before keys), so a dict lookup needs no method search.
+    bool names_dict_method = false;
 };
 
 enum class StmtKind : std::uint8_t {
@@ -122,6 +126,7 @@ struct Stmt {
     std::uint32_t name_id = 0;
     std::vector<MacroArg> args;            // macro / call block parameters
     bool uses_caller = false;              // macro body refers to `caller`
+    bool uses_loop = true;                 // for: the body (or else) refers to `loop`
     bool uses_varargs = false;
     bool uses_kwargs = false;
     std::vector<Target> with_targets;      // with

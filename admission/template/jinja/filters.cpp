@@ -152,7 +152,11 @@ Value fReplace(Renderer& r, const Value& input, const Args& args) {
     if (old_value == nullptr || new_value == nullptr) r.fail("replace() missing required arguments 'old' and 'new'");
     const Value* count = args.get(2, "count");
     const std::int64_t n = count == nullptr || count->isNone() ? -1 : intArg(r, args, 2, "count", -1);
-    return r.makeString(pyReplace(r.str(input), r.str(*old_value), r.str(*new_value), n));
+    const std::string_view text = r.str(input);
+    const std::string_view old = r.str(*old_value);
+    const std::string_view replacement = r.str(*new_value);
+    if (replacement.size() > old.size()) r.ensureRoom(pyReplacedSize(text, old, replacement, n));
+    return r.makeString(pyReplace(text, old, replacement, n));
 }
 
 Value fJoin(Renderer& r, const Value& input, const Args& args) {
@@ -166,6 +170,7 @@ Value fJoin(Renderer& r, const Value& input, const Args& args) {
         if (i > 0) out += sep;
         const Value item = attribute != nullptr && !attribute->isNone() ? attributePath(r, items[i], *attribute, nullptr) : items[i];
         r.appendStr(item, out);
+        r.ensureRoom(out.size());  // joins of joins multiply lengths
     }
     return r.makeString(out);
 }
@@ -353,6 +358,7 @@ Value fTojson(Renderer& r, const Value& input, const Args& args) {
     }
     options.sort_keys = boolArg(r, args, 3, "sort_keys", false);
     options.callable_type_name = &Renderer::typeName;
+    options.room = &r.arena();
     std::string out;
     if (auto error = pyJsonDumps(input, options, out)) r.fail(*error);
     return r.makeString(out);
@@ -509,13 +515,16 @@ Value fIndent(Renderer& r, const Value& input, const Args& args) {
             if (blank || !lines[i].empty()) out += indention;
         }
         out += lines[i];
+        r.ensureRoom(out.size());
     }
     if (first) out.insert(0, indention);
     return r.makeString(out);
 }
 
 Value fCenter(Renderer& r, const Value& input, const Args& args) {
-    return r.makeString(pyCenter(r.str(input), intArg(r, args, 0, "width", 80)));
+    const std::int64_t width = intArg(r, args, 0, "width", 80);
+    r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)));
+    return r.makeString(pyCenter(r.str(input), width));
 }
 
 Value fWordcount(Renderer& r, const Value& input, const Args&) {
@@ -633,6 +642,7 @@ Value fFormat(Renderer& r, const Value& input, const Args& args) {
         } else {
             r.fail(std::string("unsupported format character '") + conv + "'");
         }
+        r.ensureRoom(out.size());
     }
     if (next < args.positional.size()) r.fail("not all arguments converted during string formatting");
     return r.makeString(out);

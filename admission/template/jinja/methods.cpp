@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cmath>
+#include <cstdint>
 #include <cstdio>
 
 #include "admission/template/jinja/py_text.hpp"
@@ -108,6 +109,8 @@ Value pair(Renderer& r, Value a, Value b) {
     return list.finish(true);
 }
 
+constexpr std::int64_t kMaxFormatNumber = INT64_MAX;  // sys.maxsize
+
 // One replacement field's format spec ([[fill]align][sign][0][width][.precision][type])
 // applied to a value, as format() does for str, int and float.
 void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::string& out) {
@@ -132,13 +135,20 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
         }
         ++i;
     }
+    // Python: "Too many decimal digits in format string" past sys.maxsize.
+    auto digits = [&](std::int64_t& value) {
+        while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') {
+            if (value > (kMaxFormatNumber - 9) / 10) r.fail("Too many decimal digits in format string");
+            value = value * 10 + (spec[i++] - '0');
+        }
+    };
     std::int64_t width = 0;
-    while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') width = width * 10 + (spec[i++] - '0');
+    digits(width);
     std::int64_t precision = -1;
     if (i < spec.size() && spec[i] == '.') {
         precision = 0;
         ++i;
-        while (i < spec.size() && spec[i] >= '0' && spec[i] <= '9') precision = precision * 10 + (spec[i++] - '0');
+        digits(precision);
     }
     char type = i < spec.size() ? spec[i++] : 0;
     if (i != spec.size()) r.fail("Invalid format specifier");
@@ -184,6 +194,7 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
     if (align == 0) align = number ? '>' : '<';
     const std::int64_t length = static_cast<std::int64_t>(codePointCount(body) + codePointCount(sign_text));
     const std::int64_t pad = std::max<std::int64_t>(0, width - length);
+    r.ensureRoom(out.size() + static_cast<std::size_t>(pad) * fill.size());
     auto repeat = [&](std::int64_t n) {
         for (std::int64_t k = 0; k < n; ++k) out += fill;
     };
@@ -252,7 +263,10 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
             return r.makeString(pySwapcase(text));
         case MethodId::str_replace: {
             const std::optional<std::int64_t> count = optionalInt(r, args, 2, "count");
-            return r.makeString(pyReplace(text, strArg(r, args, 0, name), strArg(r, args, 1, name), count.value_or(-1)));
+            const std::string_view old = strArg(r, args, 0, name);
+            const std::string_view replacement = strArg(r, args, 1, name);
+            if (replacement.size() > old.size()) r.ensureRoom(pyReplacedSize(text, old, replacement, count.value_or(-1)));
+            return r.makeString(pyReplace(text, old, replacement, count.value_or(-1)));
         }
         case MethodId::str_find:
         case MethodId::str_rfind:
@@ -313,6 +327,7 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
                 }
                 fill = f->text();
             }
+            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)) * fill.size());
             if (method == MethodId::str_center) return r.makeString(pyCenter(text, *width, fill));
             if (method == MethodId::str_ljust) return r.makeString(pyLjust(text, *width, fill));
             return r.makeString(pyRjust(text, *width, fill));
@@ -320,6 +335,7 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
         case MethodId::str_zfill: {
             const std::optional<std::int64_t> width = optionalInt(r, args, 0, "width");
             if (!width) r.fail("zfill() takes exactly one argument (0 given)");
+            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)));
             return r.makeString(pyZfill(text, *width));
         }
         case MethodId::str_partition:
@@ -400,6 +416,8 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
 }
 
 }  // namespace
+
+bool isDictMethodName(std::string_view name) { return lookup(kDictMethods, name).has_value(); }
 
 std::optional<MethodId> findMethod(const Value& object, std::string_view name) {
     switch (object.kind()) {

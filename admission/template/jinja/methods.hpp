@@ -67,6 +67,9 @@ enum class MethodId : std::uint8_t {
     unsafe,
 };
 
+// Whether `name` is a method of dict (attribute access finds it before a key).
+bool isDictMethodName(std::string_view name);
+
 // The method `name` of `object`'s type, if it has one.
 std::optional<MethodId> findMethod(const Value& object, std::string_view name);
 Value callMethod(Renderer& r, MethodId method, std::string_view name, const Value& self, const CallArgs& args);

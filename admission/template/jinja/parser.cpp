@@ -9,6 +9,7 @@
 
 #include "admission/template/jinja/builtins.hpp"
 #include "admission/template/jinja/lexer.hpp"
+#include "admission/template/jinja/methods.hpp"
 #include "admission/template/jinja/template.hpp"
 
 namespace dpgate::admission::jinja {
@@ -204,6 +205,7 @@ private:
         if (isName("recursive")) fail("recursive loops are not supported");
         s.body = parseStatements({"endfor", "else"}, false);
         if (next().text != "endfor") s.else_body = parseStatements({"endfor"}, true);
+        s.uses_loop = mentions(s.body, Template::kLoopId);
         return s;
     }
 
@@ -289,6 +291,41 @@ private:
         if (s.expr->kind != ExprKind::call) fail("expected call", s.line);
         s.body = parseStatements({"endcall"}, true);
         return s;
+    }
+
+    // Whether any expression in `body` (nested statements included) loads the name `id`.
+    static bool mentions(const Body& body, std::uint32_t id) {
+        for (const Stmt* s : body) {
+            for (const OutputItem& item : s->output) {
+                if (mentions(item.expr, id)) return true;
+            }
+            if (mentions(s->expr, id) || mentions(s->loop_filter, id)) return true;
+            for (const MacroArg& arg : s->args) {
+                if (mentions(arg.default_value, id)) return true;
+            }
+            for (const Expr* e : s->with_values) {
+                if (mentions(e, id)) return true;
+            }
+            for (const auto& [test, elif_body] : s->elifs) {
+                if (mentions(test, id) || mentions(elif_body, id)) return true;
+            }
+            if (mentions(s->body, id) || mentions(s->else_body, id)) return true;
+        }
+        return false;
+    }
+    static bool mentions(const Expr* e, std::uint32_t id) {
+        if (e == nullptr) return false;
+        if (e->kind == ExprKind::name && e->name_id == id) return true;
+        for (const Expr* child : {e->a, e->b, e->c, e->dyn_args, e->dyn_kwargs}) {
+            if (mentions(child, id)) return true;
+        }
+        for (const Expr* child : e->items) {
+            if (mentions(child, id)) return true;
+        }
+        for (const Expr* child : e->keyword_values) {
+            if (mentions(child, id)) return true;
+        }
+        return false;
     }
 
     // Whether a macro body loads `caller`, `varargs` or `kwargs` (Jinja gives
@@ -693,6 +730,7 @@ private:
                 Expr& e = t_.newExpr(ExprKind::getattr, line);
                 e.a = node;
                 e.name = expectAnyName();
+                e.names_dict_method = isDictMethodName(e.name);
                 return &e;
             }
             if (current().kind == TokenKind::integer) {
@@ -713,6 +751,9 @@ private:
         e.a = node;
         if (args.size() == 1) {
             e.b = args.front();
+            if (e.b->kind == ExprKind::constant && e.b->constant.isString()) {
+                e.names_dict_method = isDictMethodName(e.b->constant.text());
+            }
         } else {
             Expr& tuple = t_.newExpr(ExprKind::tuple, line);
             tuple.items = std::move(args);
@@ -871,6 +912,28 @@ std::shared_ptr<const Template> Template::parse(std::string_view source, std::st
     } catch (const ParseError& e) {
         error = "line " + std::to_string(e.line) + ": " + e.message;
         return nullptr;
+    }
+    struct Global {
+        std::string_view name;
+        GlobalFn fn;
+    };
+    static constexpr Global kGlobals[] = {{"range", GlobalFn::range},
+                                          {"dict", GlobalFn::dict},
+                                          {"namespace", GlobalFn::namespace_},
+                                          {"raise_exception", GlobalFn::raise_exception},
+                                          {"strftime_now", GlobalFn::strftime_now},
+                                          {"joiner", GlobalFn::joiner},
+                                          {"cycler", GlobalFn::cycler},
+                                          {"lipsum", GlobalFn::lipsum}};
+    tpl->base_globals_.assign(tpl->names_.size(), Value());
+    for (const Global& g : kGlobals) {
+        const std::uint32_t id = tpl->nameId(g.name);
+        if (id == kNoName) continue;
+        CallableData& c = tpl->global_callables_.emplace_back();
+        c.kind = CallableData::Kind::global;
+        c.name = g.name;
+        c.global = g.fn;
+        tpl->base_globals_[id] = Value::callable(&c);
     }
     return tpl;
 }

@@ -494,6 +494,7 @@ private:
                 newline(depth);
             }
             if (auto error = dump(list.items[i], depth)) return error;
+            if (options_.room != nullptr) options_.room->ensureRoom(out_.size());
         }
         newline(depth - 1);
         out_ += ']';
@@ -520,6 +521,7 @@ private:
             if (auto error = dumpKey(dict.keys[i])) return error;
             out_ += key_separator_;
             if (auto error = dump(dict.values[i], depth)) return error;
+            if (options_.room != nullptr) options_.room->ensureRoom(out_.size());
         }
         newline(depth - 1);
         out_ += '}';

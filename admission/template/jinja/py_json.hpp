@@ -32,6 +32,10 @@ struct JsonDumpOptions {
     // The Python class name of a callable, for the "not JSON serializable"
     // message ("Macro", "function", ...). Unset: "builtin_function_or_method".
     std::string_view (*callable_type_name)(const Value&) = nullptr;
+    // When set, the dump throws ArenaLimitExceeded as soon as its text would
+    // not fit in this arena's limit (a list holding the same list twice
+    // doubles the text per level: exponential in the arena's bytes).
+    const Arena* room = nullptr;
 };
 
 // json.dumps(value, ...) appended to `out`. On failure returns the message

@@ -1,6 +1,7 @@
 #include "admission/template/jinja/py_text.hpp"
 
 #include <algorithm>
+#include <cstdint>
 #include <limits>
 
 #include "admission/template/jinja/py_text_tables.hpp"
@@ -751,6 +752,28 @@ std::string pyReplace(std::string_view text, std::string_view old, std::string_v
     }
     out.append(text.substr(pos));
     return out;
+}
+
+std::size_t pyReplacedSize(std::string_view text, std::string_view old, std::string_view replacement, std::int64_t count) {
+    if (count < 0) count = kInt64Max;
+    std::uint64_t replacements = 0;
+    if (old.empty()) {
+        replacements = codePointCount(text) + 1;
+    } else {
+        const Finder finder(old, false);
+        for (std::size_t pos = 0; replacements < static_cast<std::uint64_t>(count); ++replacements) {
+            const std::size_t found = finder.find(text, pos);
+            if (found == std::string_view::npos) break;
+            pos = found + old.size();
+        }
+    }
+    replacements = std::min<std::uint64_t>(replacements, static_cast<std::uint64_t>(count));
+    const std::size_t removed = old.size() * replacements;  // <= text.size()
+    std::size_t added = 0;
+    if (__builtin_mul_overflow(replacement.size(), replacements, &added)) return SIZE_MAX;
+    std::size_t total = 0;
+    if (__builtin_add_overflow(text.size() - removed, added, &total)) return SIZE_MAX;
+    return total;
 }
 
 // --- Padding -----------------------------------------------------------------------------

@@ -115,6 +115,9 @@ bool pyEndswith(std::string_view text, std::string_view suffix, std::optional<st
 // `old` inserts `replacement` before every code point and at the end.
 std::string pyReplace(std::string_view text, std::string_view old, std::string_view replacement,
                       std::int64_t count = -1);
+// The size of pyReplace's result, without building it (saturates at SIZE_MAX).
+std::size_t pyReplacedSize(std::string_view text, std::string_view old, std::string_view replacement,
+                           std::int64_t count = -1);
 
 // --- Padding (width in code points; narrower or equal: text unchanged) -----
 

@@ -60,10 +60,9 @@ struct Interpreter {
     Scope* scope = nullptr;  // innermost; null at the template level
     std::string* out = nullptr;
     unsigned call_depth = 0;
-    std::vector<std::unique_ptr<std::string>> capture_pool;
     std::size_t captures_in_use = 0;
-    std::vector<std::unique_ptr<std::vector<Value>>> list_pool;
     std::size_t lists_in_use = 0;
+    std::size_t args_in_use = 0;
 
     Interpreter(Renderer& renderer) : r(renderer), t(renderer.t_), arena(renderer.arena_) {}
 
@@ -123,20 +122,36 @@ struct Interpreter {
     // --- output capture ------------------------------------------------------
 
     std::string& beginCapture() {
-        if (captures_in_use == capture_pool.size()) capture_pool.push_back(std::make_unique<std::string>());
-        std::string& buffer = *capture_pool[captures_in_use++];
+        if (captures_in_use == r.capture_pool_.size()) r.capture_pool_.push_back(std::make_unique<std::string>());
+        std::string& buffer = *r.capture_pool_[captures_in_use++];
         buffer.clear();
         return buffer;
     }
     void endCapture() { --captures_in_use; }
 
     std::vector<Value>& borrowList() {
-        if (lists_in_use == list_pool.size()) list_pool.push_back(std::make_unique<std::vector<Value>>());
-        std::vector<Value>& list = *list_pool[lists_in_use++];
+        if (lists_in_use == r.list_pool_.size()) r.list_pool_.push_back(std::make_unique<std::vector<Value>>());
+        std::vector<Value>& list = *r.list_pool_[lists_in_use++];
         list.clear();
         return list;
     }
     void returnList() { --lists_in_use; }
+
+    // Arguments of one call, borrowed for its duration (calls nest while
+    // their arguments are evaluated).
+    struct BorrowedArgs {
+        Interpreter& self;
+        CallArgs& args;
+        explicit BorrowedArgs(Interpreter& interpreter) : self(interpreter), args(interpreter.borrowArgs()) {}
+        ~BorrowedArgs() { --self.args_in_use; }
+    };
+    CallArgs& borrowArgs() {
+        if (args_in_use == r.args_pool_.size()) r.args_pool_.push_back(std::make_unique<CallArgs>());
+        CallArgs& args = *r.args_pool_[args_in_use++];
+        args.positional.clear();
+        args.keywords.clear();
+        return args;
+    }
 
     // Renders `body` into a string in the arena (macro and caller results,
     // block sets, filter blocks).
@@ -273,7 +288,11 @@ struct Interpreter {
 
     Flow execFor(const Stmt& s) {
         const Value iterable = eval(*s.expr);
-        std::vector<Value> items;
+        std::vector<Value>& items = borrowList();
+        struct Return {
+            Interpreter& self;
+            ~Return() { self.returnList(); }
+        } give_back{*this};
         r.iterate(iterable, items);
         Scope* saved = scope;
         Scope* iteration = newScope(scope);
@@ -295,12 +314,18 @@ struct Interpreter {
             execBody(s.else_body);
             return Flow::normal;
         }
-        NamespaceData* loop = makeLoop(items.size());
-        const std::uint32_t loop_id = t.nameId("loop");
+        NamespaceData* loop = s.uses_loop ? makeLoop(items.size()) : nullptr;
+        const std::uint32_t loop_id = Template::kLoopId;
         const std::int64_t length = static_cast<std::int64_t>(items.size());
         scope = iteration;
         for (std::size_t i = 0; i < items.size(); ++i) {
             r.step();
+            clearScope(iteration);
+            assign(s.target, items[i]);
+            if (loop == nullptr) {
+                if (execBody(s.body) == Flow::break_) break;
+                continue;
+            }
             const std::int64_t index0 = static_cast<std::int64_t>(i);
             loop->values[kIndex] = Value::integer(index0 + 1);
             loop->values[kIndex0] = Value::integer(index0);
@@ -310,8 +335,6 @@ struct Interpreter {
             loop->values[kLast] = Value::boolean(i + 1 == items.size());
             loop->values[kPrevitem] = i > 0 ? items[i - 1] : Value::undefined("there is no previous item");
             loop->values[kNextitem] = i + 1 < items.size() ? items[i + 1] : Value::undefined("there is no next item");
-            clearScope(iteration);
-            assign(s.target, items[i]);
             store(loop_id, Value::namespace_(loop));
             const Flow flow = execBody(s.body);
             if (flow == Flow::break_) break;
@@ -348,7 +371,8 @@ struct Interpreter {
         caller->stmt = &s;
         caller->closure = scope;
         const Expr& call = *s.expr;
-        CallArgs args;
+        BorrowedArgs borrowed(*this);
+        CallArgs& args = borrowed.args;
         collectArgs(call, args);
         const Value callee = eval(*call.a);
         if (!callee.isCallable() || callee.asCallable().kind != CallableData::Kind::macro) {
@@ -432,9 +456,9 @@ struct Interpreter {
             }
         }
         if (macro.kind == CallableData::Kind::macro) {
-            if (s.uses_varargs) store(t.nameId("varargs"), varargs.finish(true));
-            if (s.uses_kwargs) store(t.nameId("kwargs"), kwargs.finish());
-            if (s.uses_caller) store(t.nameId("caller"), caller);
+            if (s.uses_varargs) store(Template::kVarargsId, varargs.finish(true));
+            if (s.uses_kwargs) store(Template::kKwargsId, kwargs.finish());
+            if (s.uses_caller) store(Template::kCallerId, caller);
         }
         const Value result = captureBody(s.body);
         scope = saved_scope;
@@ -605,20 +629,26 @@ struct Interpreter {
     }
 
     Value applyFilter(const Expr& e, const Value& input) {
-        CallArgs args;
-        collectArgs(e, args);
-        return e.filter(r, input, args);
+        BorrowedArgs borrowed(*this);
+        collectArgs(e, borrowed.args);
+        return e.filter(r, input, borrowed.args);
     }
 
+    // Expressions are not stepped: their work is bounded by the template's
+    // size and the data they read; loops, statements and calls are.
     Value eval(const Expr& e) {
-        r.step();
         switch (e.kind) {
             case ExprKind::constant:
                 return e.constant;
             case ExprKind::name:
                 return load(e.name_id, e.name);
-            case ExprKind::getattr:
-                return r.getattr(eval(*e.a), e.name);
+            case ExprKind::getattr: {
+                const Value obj = eval(*e.a);
+                if (obj.isDict() && !e.names_dict_method) {
+                    if (const Value* found = obj.asDict().find(e.name)) return *found;
+                }
+                return r.getattr(obj, e.name);
+            }
             case ExprKind::getitem:
                 return evalGetitem(e);
             case ExprKind::slice:
@@ -629,9 +659,9 @@ struct Interpreter {
                 return applyFilter(e, eval(*e.a));
             case ExprKind::test: {
                 const Value input = eval(*e.a);
-                CallArgs args;
-                collectArgs(e, args);
-                return Value::boolean(e.test(r, input, args));
+                BorrowedArgs borrowed(*this);
+                collectArgs(e, borrowed.args);
+                return Value::boolean(e.test(r, input, borrowed.args));
             }
             case ExprKind::cond:
                 if (r.truthy(eval(*e.a))) return eval(*e.b);
@@ -696,6 +726,10 @@ struct Interpreter {
 
     Value evalGetitem(const Expr& e) {
         const Value obj = eval(*e.a);
+        // message['role']: a dict and a constant key, the common case.
+        if (e.b->kind == ExprKind::constant && obj.isDict() && e.b->constant.isString()) {
+            if (const Value* found = obj.asDict().find(e.b->constant.text())) return *found;
+        }
         if (e.b->kind != ExprKind::slice) return r.getitem(obj, eval(*e.b));
         if (obj.isUndefined()) r.failUndefined(obj);
         auto bound = [&](const Expr* part) -> std::optional<std::int64_t> {
@@ -778,7 +812,8 @@ struct Interpreter {
     }
 
     Value evalCall(const Expr& e) {
-        CallArgs args;
+        BorrowedArgs borrowed(*this);
+        CallArgs& args = borrowed.args;
         // obj.method(...) without a bound-method value in between.
         if (e.a->kind == ExprKind::getattr) {
             const Value obj = eval(*e.a->a);
@@ -799,28 +834,11 @@ struct Interpreter {
 };
 
 Renderer::Renderer(const Template& tpl, Arena& arena, const RenderLimits& limits)
-    : t_(tpl), arena_(arena), limits_(limits), globals_(tpl.nameCount()) {
-    struct Global {
-        std::string_view name;
-        GlobalFn fn;
-    };
-    static constexpr Global kGlobals[] = {{"range", GlobalFn::range},
-                                          {"dict", GlobalFn::dict},
-                                          {"namespace", GlobalFn::namespace_},
-                                          {"raise_exception", GlobalFn::raise_exception},
-                                          {"strftime_now", GlobalFn::strftime_now},
-                                          {"joiner", GlobalFn::joiner},
-                                          {"cycler", GlobalFn::cycler},
-                                          {"lipsum", GlobalFn::lipsum}};
-    for (const Global& g : kGlobals) {
-        const std::uint32_t id = t_.nameId(g.name);
-        if (id == Template::kNoName) continue;
-        CallableData* c = arena_.make<CallableData>();
-        c->kind = CallableData::Kind::global;
-        c->name = g.name;
-        c->global = g.fn;
-        globals_[id] = Value::callable(c);
-    }
+    : t_(tpl), arena_(arena), limits_(limits), globals_(tpl.baseGlobals()) {}
+
+void Renderer::reset() {
+    std::copy(t_.baseGlobals().begin(), t_.baseGlobals().end(), globals_.begin());
+    steps_ = 0;
 }
 
 Renderer::~Renderer() = default;
@@ -859,6 +877,7 @@ Value Renderer::runFilter(std::string_view name, const Value& value, const CallA
 
 std::optional<RenderError> Renderer::render(std::string& out) {
     const std::size_t start = out.size();
+    steps_ = 0;
     arena_.setLimit(limits_.arena_bytes);
     try {
         Interpreter interpreter(*this);

@@ -11,6 +11,7 @@
 // would refuse it. Work is bounded: the arena's byte limit and a step budget
 // stop a template that a request drives into quadratic work.
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -61,9 +62,17 @@ public:
     Renderer(const Renderer&) = delete;
     Renderer& operator=(const Renderer&) = delete;
 
+    // Back to the template's globals and no variables set: a Renderer is
+    // kept and reused across renders (its buffers with it).
+    void reset();
+    void setLimits(const RenderLimits& limits) { limits_ = limits; }
     // A template variable (messages, tools, bos_token, ...). Names the
     // template never mentions are ignored.
     void setVariable(std::string_view name, Value value);
+    // The same by interned id (Template::nameId; kNoName is ignored).
+    void setVariable(std::uint32_t id, Value value) {
+        if (id != Template::kNoName) globals_[id] = value;
+    }
     // The unix time strftime_now() formats (UTC).
     void setNow(std::int64_t unix_seconds) { now_unix_seconds_ = unix_seconds; }
 
@@ -72,6 +81,9 @@ public:
 
     // --- for the builtins ---------------------------------------------------
     Arena& arena() { return arena_; }
+    // Stops the render (the arena's limit) unless `bytes` more would fit:
+    // for text built outside the arena before it lands there.
+    void ensureRoom(std::size_t bytes) const { arena_.ensureRoom(bytes); }
     [[noreturn]] void fail(std::string message) const;
     void step();
     std::int64_t now() const { return now_unix_seconds_; }
@@ -115,6 +127,11 @@ private:
     std::int64_t now_unix_seconds_ = 0;
     std::uint64_t steps_ = 0;
     std::string scratch_;
+    // Buffers the interpreter borrows and returns (a stack, as calls nest),
+    // kept across renders so a render allocates nothing once warm.
+    std::vector<std::unique_ptr<std::string>> capture_pool_;
+    std::vector<std::unique_ptr<std::vector<Value>>> list_pool_;
+    std::vector<std::unique_ptr<CallArgs>> args_pool_;
 };
 
 }  // namespace dpgate::admission::jinja

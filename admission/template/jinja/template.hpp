@@ -21,6 +21,7 @@
 #include <vector>
 
 #include "admission/template/jinja/ast.hpp"
+#include "admission/template/jinja/callable.hpp"
 
 namespace dpgate::admission::jinja {
 
@@ -35,9 +36,18 @@ public:
 
     // Interned variable names: every name the template loads or stores.
     static constexpr std::uint32_t kNoName = 0xffffffffu;
+    // Names every render may need, interned first (in this order) by parse().
+    static constexpr std::uint32_t kCallerId = 0;
+    static constexpr std::uint32_t kVarargsId = 1;
+    static constexpr std::uint32_t kKwargsId = 2;
+    static constexpr std::uint32_t kLoopId = 3;
     std::uint32_t nameId(std::string_view name) const;
     std::size_t nameCount() const { return names_.size(); }
     std::string_view nameOf(std::uint32_t id) const { return names_[id]; }
+    // The value of every name before a render sets variables: the globals
+    // (range, namespace, raise_exception, ...) where the template uses them,
+    // undefined elsewhere. Their callables live in the template.
+    const std::vector<Value>& baseGlobals() const { return base_globals_; }
 
     // Node storage, for the parser.
     Expr& newExpr(ExprKind kind, int line);
@@ -55,6 +65,8 @@ private:
     std::deque<Stmt> stmts_;
     std::deque<std::string> strings_;
     std::vector<std::string_view> names_;
+    std::deque<CallableData> global_callables_;
+    std::vector<Value> base_globals_;
     std::unordered_map<std::string_view, std::uint32_t> name_ids_;
 };
 

@@ -151,6 +151,7 @@ void Renderer::appendRepr(const Value& v, std::string& out) {
             for (std::size_t i = 0; i < list.size; ++i) {
                 if (i > 0) out += ", ";
                 appendRepr(list.items[i], out);
+                ensureRoom(out.size());  // shared sublists make the text exponential in the arena's bytes
             }
             if (list.tuple && list.size == 1) out += ',';
             out += list.tuple ? ')' : ']';
@@ -164,6 +165,7 @@ void Renderer::appendRepr(const Value& v, std::string& out) {
                 appendRepr(dict.keys[i], out);
                 out += ": ";
                 appendRepr(dict.values[i], out);
+                ensureRoom(out.size());
             }
             out += '}';
             return;
@@ -176,6 +178,7 @@ void Renderer::appendRepr(const Value& v, std::string& out) {
                 out += pyRepr(ns.names[i]);
                 out += ": ";
                 appendRepr(ns.values[i], out);
+                ensureRoom(out.size());
             }
             out += "}>";
             return;
@@ -424,6 +427,8 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
             return Value::string({out, size});
         }
         const ListData& list = seq.asList();
+        if (n > 0 && list.size > Arena::kMaxBytes / sizeof(Value) / static_cast<std::size_t>(n)) fail("repeated list is too long");
+        arena_.ensureRoom(list.size * static_cast<std::size_t>(n) * sizeof(Value));
         ListBuilder builder(arena_, list.size * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
             step();

@@ -1,6 +1,13 @@
 // Admission speed and memory (issue 4), beside an nlohmann::json DOM parse of
-// the same body: 2 KB chat request, 128 MB body with 640 base64 images,
-// 1M-token text request cold and on its next turn.
+// the same body: the proxy benchmark's small request (the same body again
+// and again, and a new text each time), 2 KB chat request, 128 MB body with
+// 640 base64 images, 1M-token text request cold and on its next turn.
+//
+//   dpgate-bench-admission [--only small|images|conversation]
+//
+// `--only small` under callgrind gives instructions per admit:
+//   valgrind --tool=callgrind --toggle-collect='dpgate::admission::Admitter::admit*'
+//            build/bin/dpgate-bench-admission --only small
 #include <nlohmann/json.hpp>
 
 #include <chrono>
@@ -8,6 +15,8 @@
 #include <fstream>
 #include <random>
 #include <string>
+#include <vector>
+
 #include <unistd.h>
 
 #include "admission/admit.hpp"
@@ -73,7 +82,13 @@ std::string describe(const Verdict& v) {
 
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
+  if (argc != 1 && only.empty()) {
+    std::fprintf(stderr, "usage: dpgate-bench-admission [--only small|images|conversation]\n");
+    return 2;
+  }
+  auto run = [&](const char* group) { return only.empty() || only == group; };
   const auto loaded = Tokenizer::load(DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3");
   std::string template_error;
   ChatTemplate::LoadOptions template_options;
@@ -87,7 +102,33 @@ int main() {
   std::mt19937 rng(7);
   std::printf("%-34s %12s %14s %14s %9s  %s\n", "case", "body bytes", "admit us", "nlohmann us", "ratio", "verdict");
 
-  {  // 2 KB chat request, warm Admitter.
+  if (run("small")) {  // The proxy benchmark's body (tests/bench/proxy/bench_post.lua).
+    const std::string head = R"({"model":"ds-v4.1-flash-1017","max_tokens":16,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":")";
+    const std::string same = padded(head + "Say hello to the gateway benchmark in a few words.\"}]}");
+    Admitter admitter(loaded.tokenizer, chat_template);
+    Verdict v;
+    const double us = bestUs(1000, [&] { v = admitter.admit(same, same.capacity(), Endpoint::chat_completions, limits); });
+    const double dom = bestUs(1000, [&] { (void)nlohmann::json::parse(same).size(); });
+    row("small request, same body", same.size(), us, dom, describe(v));
+    // A new user text each time: nothing of it is in the counter's caches.
+    static const char* words[] = {"say", "hello", "to", "the", "gateway", "benchmark", "in", "a", "few", "words", "please", "now"};
+    std::mt19937 words_rng(3);
+    std::vector<std::string> bodies;
+    for (int i = 0; i < 1000; ++i) {
+      std::string user;
+      for (int w = 0; w < 9; ++w) (user += words[words_rng() % 12]) += ' ';
+      bodies.push_back(padded(head + user + std::to_string(i) + "\"}]}"));
+    }
+    std::size_t next = 0;
+    const double unique_us = bestUs(1000, [&] {
+      const std::string& b = bodies[next++];
+      v = admitter.admit(b, b.capacity(), Endpoint::chat_completions, limits);
+    });
+    next = 0;
+    const double unique_dom = bestUs(1000, [&] { (void)nlohmann::json::parse(bodies[next++]).size(); });
+    row("small request, new text each time", bodies[0].size(), unique_us, unique_dom, describe(v));
+  }
+  if (run("small")) {  // 2 KB chat request, warm Admitter.
     Admitter admitter(loaded.tokenizer, chat_template);
     const std::string body = padded(conversation(rng, 4, 400) + "]}");
     Verdict v;
@@ -95,7 +136,7 @@ int main() {
     const double dom = bestUs(2000, [&] { (void)nlohmann::json::parse(body).size(); });
     row("2 KB chat request", body.size(), us, dom, describe(v));
   }
-  {  // 128 MB with 640 base64 images.
+  if (run("images")) {  // 128 MB with 640 base64 images.
     std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":[{"type":"text","text":"What is in these images?"})";
     const std::size_t image_bytes = (128u << 20) / 640 - 64;
     std::string b64(image_bytes, 'A');
@@ -118,7 +159,7 @@ int main() {
     std::snprintf(note, sizeof note, "; extra RSS %.1f MB (%.1f%% of body)", extra, 100.0 * extra / (static_cast<double>(body.size()) / (1 << 20)));
     row("128 MB, 640 images", body.size(), us, dom, describe(v) + note);
   }
-  {  // 1M-token conversation, cold, then its next turn.
+  if (run("conversation")) {  // 1M-token conversation, cold, then its next turn.
     std::mt19937 conv_rng(11);
     std::string body = conversation(conv_rng, 200, 18000);
     std::string next = body;

@@ -3,15 +3,20 @@
 through dpgate, and through nginx (keep-alive upstream) on the same simulator.
 
     tests/bench/proxy/bench_proxy.py [--connections 32,64] [--seconds 10] [--rounds 3]
+                                     [--baseline OLD/build/bin/dpgate]
 
 Rounds interleave the three targets so that machine noise hits each alike;
 the table reports the median of the rounds and dpgate/nginx ratios.
 Needs build/bin/{dpgate,dpgate-sim}, wrk and nginx (scripts/setup installs them).
+--baseline adds a fourth target: another dpgate binary (say, one built from
+an earlier commit in a git worktree) on the same simulator and config, to
+show what a change costs per request against the peer in the same run.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
 import shutil
@@ -76,6 +81,7 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="dpgate threads and nginx workers")
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON too")
+    ap.add_argument("--baseline", type=Path, help="another dpgate binary to run as target 'baseline'")
     args = ap.parse_args()
     if not shutil.which("wrk") or not shutil.which("nginx"):
         print("needs wrk and nginx (scripts/setup)", file=sys.stderr)
@@ -83,7 +89,8 @@ def main() -> int:
 
     with Sim(threads=1, max_output=16) as sim:
         config = gateway_config([("primary", sim, "primary")], threads=args.workers, log={"level": "warn", "access": "off"})  # nginx: access_log off
-        with Gateway(config) as gw:
+        with Gateway(config) as gw, contextlib.ExitStack() as stack:
+            baseline = stack.enter_context(Gateway(config, binary=args.baseline)) if args.baseline else None
             prefix = Path(tempfile.mkdtemp(prefix="dpgate-nginx-"))
             for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
                 (prefix / d).mkdir()
@@ -95,6 +102,8 @@ def main() -> int:
             try:
                 wait_for_port(nginx_port)
                 targets = {"direct": sim.port, "dpgate": gw.port, "nginx": nginx_port}
+                if baseline is not None:
+                    targets["baseline"] = baseline.port
                 for name, port in targets.items():  # warm up connections and caches
                     wrk(port, 32, 1)
                 results: dict[int, dict[str, list[dict]]] = {}
@@ -110,6 +119,8 @@ def main() -> int:
 
     print(f"wrk -t2 -d{args.seconds}s, small non-streaming chat body, median of {args.rounds} interleaved rounds; "
           f"dpgate {args.workers} threads, nginx {args.workers} workers, dpgate-sim 1 thread")
+    if args.baseline:
+        print(f"baseline: {args.baseline}")
     print(f"{'conns':>5} {'target':<8} {'req/s':>10} {'p50 ms':>8} {'p99 ms':>8}")
     for c, by_target in results.items():
         med = {name: {k: statistics.median(r[k] for r in runs) for k in ("rps", "p50_ms", "p99_ms")}
@@ -122,6 +133,10 @@ def main() -> int:
         print(f"{c:>5} dpgate/nginx requests/s = {med['dpgate']['rps'] / med['nginx']['rps']:.2f}x (medians), "
               f"per round {' '.join(f'{r:.2f}' for r in ratios)}, median of rounds {statistics.median(ratios):.2f}x; "
               f"dpgate/direct = {med['dpgate']['rps'] / med['direct']['rps']:.2f}x")
+        if "baseline" in by_target:
+            ratios = [d["rps"] / b["rps"] for d, b in zip(by_target["dpgate"], by_target["baseline"])]
+            print(f"{c:>5} dpgate/baseline requests/s = {med['dpgate']['rps'] / med['baseline']['rps']:.2f}x (medians), "
+                  f"per round {' '.join(f'{r:.2f}' for r in ratios)}, median of rounds {statistics.median(ratios):.2f}x")
     if args.json:
         print(json.dumps(results))
     return 0

@@ -3,7 +3,9 @@
 //         when it parses, rendered over a fixed conversation plus the context
 //         (when it is a JSON object), under tight work bounds;
 //   odd:  the rest is a chat completions body, rendered and counted through
-//         Qwen3's, Gemma 3's and tests/golden/templates/deepseek_tools.jinja.
+//         Qwen3's, Gemma 3's and tests/golden/templates/deepseek_tools.jinja,
+//         and through DeepSeek V3's both natively and by the engine, which
+//         must agree byte for byte (deepseek_v3_fast_path.hpp).
 // Either way: no crash, no unbounded work, and a render that fails leaves
 // the output as it was.
 #include <cstddef>
@@ -28,7 +30,13 @@ std::filesystem::path tokenizerDir() {
     return dir != nullptr ? std::filesystem::path(dir) : std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
 }
 
-std::vector<std::unique_ptr<Admitter>> loadAdmitters() {
+struct Admitters {
+    std::vector<std::unique_ptr<Admitter>> others;
+    std::unique_ptr<Admitter> deepseek_native;
+    std::unique_ptr<Admitter> deepseek_engine;
+};
+
+Admitters loadAdmitters() {
     TokenizerLoad tokenizer = Tokenizer::load(tokenizerDir());
     if (!tokenizer.tokenizer) std::abort();
     std::vector<std::unique_ptr<Admitter>> admitters;
@@ -47,7 +55,15 @@ std::vector<std::unique_ptr<Admitter>> loadAdmitters() {
     tools.tokenizer = tokenizerDir();
     tools.chat_template = std::filesystem::path(DPGATE_SOURCE_DIR) / "tests/golden/templates/deepseek_tools.jinja";
     add(tools);
-    return admitters;
+    ChatTemplate::LoadOptions deepseek;
+    deepseek.tokenizer = tokenizerDir();
+    std::string error;
+    auto deepseek_template = ChatTemplate::load(deepseek, error);
+    if (!deepseek_template || !deepseek_template->defaultVariant().deepseek_v3_fast_path) std::abort();
+    Admitters all{std::move(admitters), std::make_unique<Admitter>(tokenizer.tokenizer, deepseek_template),
+                  std::make_unique<Admitter>(tokenizer.tokenizer, deepseek_template)};
+    all.deepseek_engine->setNativeRendering(false);
+    return all;
 }
 
 constexpr std::string_view kConversation =
@@ -97,9 +113,16 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     }
     static const auto admitters = loadAdmitters();
     const std::string body(rest);  // exact-size copy: ASan sees reads past the end
-    for (const auto& admitter : admitters) {
+    for (const auto& admitter : admitters.others) {
         const Admitter::ChatCount count = admitter->countChat(body);
         if (count.ok && admitter->prompt().empty() && count.prompt_tokens != 0) std::abort();
+    }
+    const Admitter::ChatCount native = admitters.deepseek_native->countChat(body);
+    const Admitter::ChatCount engine = admitters.deepseek_engine->countChat(body);
+    if (native.ok != engine.ok) std::abort();
+    if (native.ok && (native.prompt_tokens != engine.prompt_tokens ||
+                      admitters.deepseek_native->prompt() != admitters.deepseek_engine->prompt())) {
+        std::abort();
     }
     return 0;
 }

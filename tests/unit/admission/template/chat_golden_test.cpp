@@ -68,5 +68,34 @@ TEST(ChatGolden, EveryTemplateRendersAndCountsAsTheReference) {
     EXPECT_GT(errors, 0u);
 }
 
+// DeepSeek V3's own template is rendered natively (deepseek_v3_fast_path.hpp);
+// every golden body (those written for the other templates too: images,
+// tools, template kwargs) rendered with it by the engine instead must give
+// the same prompt, byte for byte, and fail where the native rendering fails.
+TEST(ChatGolden, DeepSeekV3NativeRenderingIsTheEngines) {
+    std::string error;
+    auto chat_template = templateNamed("deepseek-v3", error);
+    ASSERT_NE(chat_template, nullptr) << error;
+    ASSERT_TRUE(chat_template->defaultVariant().deepseek_v3_fast_path) << "DeepSeek V3's template not recognised";
+    Admitter native(test::referenceTokenizer(), chat_template);
+    Admitter engine(test::referenceTokenizer(), chat_template);
+    engine.setNativeRendering(false);
+    std::ifstream in(test::goldenDir() / "chat_templates.jsonl");
+    ASSERT_TRUE(in);
+    std::size_t compared = 0;
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto golden = nlohmann::json::parse(line);
+        const std::string body = golden.at("body").get<std::string>();
+        const Admitter::ChatCount a = native.countChat(body);
+        const Admitter::ChatCount b = engine.countChat(body);
+        ASSERT_EQ(a.ok, b.ok) << (a.ok ? b.error : a.error) << "\n" << test::escaped(body, 600);
+        EXPECT_EQ(native.prompt(), engine.prompt()) << test::escaped(body, 600);
+        EXPECT_EQ(a.prompt_tokens, b.prompt_tokens);
+        ++compared;
+    }
+    EXPECT_EQ(compared, 1500u);
+}
+
 }  // namespace
 }  // namespace dpgate::admission

@@ -136,6 +136,38 @@ TEST(JinjaEngine, WorkIsBounded) {
     EXPECT_NE(deep.text.find("recursion"), std::string::npos) << deep.text;
 }
 
+// Text built outside the arena before it lands there (a join, a repr, a
+// tojson, padding, a replace) stops at the arena's bound too, before it is
+// built: a few bytes of template can ask for exponential or huge text.
+TEST(JinjaEngine, TextBuiltOutsideTheArenaIsBounded) {
+    RenderLimits small;
+    small.arena_bytes = 1 << 20;
+    auto stopsAtTheBound = [&](std::string_view source) {
+        const Rendered r = render(source, "{}", small);
+        EXPECT_FALSE(r.ok) << source;
+        EXPECT_NE(r.text.find("MiB"), std::string::npos) << source << " -> " << r.text;
+    };
+    // A list holding the same list twice: 40 levels are 2^40 items of text.
+    const std::string doubling = "{% set ns = namespace(a=['xy']) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}";
+    stopsAtTheBound(doubling + "{{ ns.a }}");
+    stopsAtTheBound(doubling + "{{ ns.a | tojson }}");
+    stopsAtTheBound(doubling + "{{ ns.a | string | length }}");
+    // Joins of joins multiply lengths.
+    stopsAtTheBound("{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s | join(ns.s) %}{% endfor %}");
+    stopsAtTheBound("{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s.replace('', ns.s) %}{% endfor %}");
+    stopsAtTheBound("{{ 'x'.center(1000000000000) }}");
+    stopsAtTheBound("{{ 'x'.zfill(1000000000000) }}");
+    stopsAtTheBound("{{ 'x' | center(1000000000000) }}");
+    stopsAtTheBound("{{ '{:>1000000000000}'.format('x') }}");
+    stopsAtTheBound("{{ ([1, 2] * 40000000) | length }}");
+    EXPECT_NE(failure("{{ ([1, 2] * 4611686018427387903) | length }}").find("too long"), std::string::npos);
+    // A width past sys.maxsize is Python's own error, not an overflow.
+    EXPECT_NE(failure("{{ '{:99999999999999999999}'.format('x') }}").find("Too many decimal digits"), std::string::npos);
+    // Under the bound, the same operations render as before.
+    EXPECT_EQ(ok("{{ 'ab' | join('-') }}|{{ 'ab'.replace('', '.') }}|{{ 'x'.center(5, '*') }}|{{ [[1], [1]] | tojson }}"),
+              "a-b|.a.b.|**x**|[[1], [1]]");
+}
+
 // Every snippet renders as Python's Jinja2 renders it (or both fail).
 TEST(JinjaEngine, SnippetsMatchPythonJinja2) {
     const std::filesystem::path data = std::filesystem::path(DPGATE_SOURCE_DIR) / "tests/unit/admission/template/data";
