@@ -258,7 +258,7 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
     // Every admin endpoint needs the admin token; client keys do not open it.
-    std::shared_ptr<const conf::KeyStore> keys = server_.keys();
+    std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
         ApiError error{401, keys->hasAdminToken()
                                 ? "the admin API needs 'Authorization: Bearer <admin token>'."

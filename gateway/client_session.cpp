@@ -1,7 +1,7 @@
 #include "gateway/client_session.hpp"
 
 #include "admission/request_scan.hpp"
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_store.hpp"
 #include "gateway/local_endpoints.hpp"
 #include "gateway/log.hpp"
 #include "gateway/parse_buffered.hpp"
@@ -273,10 +273,10 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& reco
     bool is_get = request.method() == http::verb::get;
 
     // The OpenAI API needs a key; /health answers monitors without one.
-    std::optional<conf::KeyInfo> key;
+    std::optional<auth::KeyInfo> key;
     if (path.starts_with("/v1/")) {
         std::string_view authorization = request[http::field::authorization];
-        std::shared_ptr<const conf::KeyStore> keys = server.keys();
+        std::shared_ptr<const auth::KeyStore> keys = server.keys();
         key = keys->authenticate(authorization);
         if (key) {
             record.key_name = key->name;
@@ -310,8 +310,8 @@ awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& reco
             uint64_t now_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
                                            std::chrono::steady_clock::now().time_since_epoch())
                                            .count());
-            std::shared_ptr<conf::KeyLimiter> limiter = server.keyLimiter();
-            conf::Admission admission = limiter->tryAcquire(key->name, now_ms);
+            std::shared_ptr<auth::KeyLimiter> limiter = server.keyLimiter();
+            auth::RateDecision admission = limiter->tryAcquire(key->name, now_ms);
             if (!admission.allowed) {
                 ApiError error{429, "Rate limit reached for key '" + key->name + "': " + std::string(admission.reason) + ".",
                                "rate_limit_error", "", "rate_limit_exceeded"};

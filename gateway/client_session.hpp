@@ -14,7 +14,7 @@
 #include "gateway/client_stream.hpp"
 #include "gateway/net.hpp"
 #include "gateway/request_body.hpp"
-#include "conf/key_limiter.hpp"
+#include "gateway/auth/key_limiter.hpp"
 
 #include <memory>
 #include <optional>
@@ -74,7 +74,7 @@ private:
     beast::flat_buffer buffer_;
     std::string peer_address_;
     AccessRecord* record_ = nullptr;  // the request being answered
-    std::shared_ptr<conf::KeyLimiter> key_limiter_;  // set while a request holds a key slot
+    std::shared_ptr<auth::KeyLimiter> key_limiter_;  // set while a request holds a key slot
     std::string key_slot_name_;
     bool idle_ = true;
 };

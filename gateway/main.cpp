@@ -1,7 +1,7 @@
 // dpgate: the gateway process and its operator subcommands.
 #include "admission/tokens_cli.hpp"
 #include "conf/config.hpp"
-#include "conf/keys_cli.hpp"
+#include "gateway/auth/keys_cli.hpp"
 #include "gateway/log.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/server.hpp"
@@ -83,7 +83,7 @@ int main(int argc, char** argv) {
         return 0;
     }
     if (command == "tokens") return admission::runTokensCli(argc - 2, argv + 2);
-    if (command == "keys") return conf::runKeysCli(argc - 2, argv + 2);
+    if (command == "keys") return auth::runKeysCli(argc - 2, argv + 2);
     if (command == "serve" || command == "check") {
         std::string error;
         std::string path = configArgument(argc, argv, 2, error);

@@ -46,7 +46,7 @@ std::string sseErrorEvent(const std::string& message) {
 }  // namespace
 
 Relay::Relay(ClientSession& session, ClientRequest& request, AccessRecord& record, bool keep_alive,
-             const conf::KeyInfo* key)
+             const auth::KeyInfo* key)
     : session_(session),
       request_(request),
       record_(record),

@@ -9,7 +9,7 @@
 #pragma once
 
 #include "admission/verdict.hpp"
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_store.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/client_session.hpp"
 #include "gateway/upstream_pool.hpp"
@@ -27,7 +27,7 @@ public:
     // none was sent); a trusted key may pin X-data-parallel-rank itself.
     // `record` (the access-log line) learns the route, status, usage and timings.
     Relay(ClientSession& session, ClientRequest& request, AccessRecord& record, bool keep_alive,
-          const conf::KeyInfo* key);
+          const auth::KeyInfo* key);
 
     // Records the request's outcome in the metrics (unless metrics are off).
     ~Relay();
@@ -63,7 +63,7 @@ private:
     AccessRecord& record_;  // record_.status: what the client was answered; 0 = nothing (it left)
     const std::string& request_id_;
     bool keep_alive_;
-    const conf::KeyInfo* key_;
+    const auth::KeyInfo* key_;
     const bool metrics_on_;
     // dpgate added stream_options.include_usage upstream: the usage chunk
     // is removed from what the client sees.

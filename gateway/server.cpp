@@ -51,10 +51,10 @@ Server::Server(conf::Config config)
     : config_(withThreads(withPlainUpstreams(std::move(config)))),
       current_(&config_),
       model_files_(loadAndReport(config_.model)),
-      keys_(std::make_shared<const conf::KeyStore>(config_.auth, config_.admin)),
+      keys_(std::make_shared<const auth::KeyStore>(config_.auth, config_.admin)),
       access_log_(AccessLogSink::open(config_.log.access)),
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
-      key_limiter_(std::make_shared<conf::KeyLimiter>(config_.auth)),
+      key_limiter_(std::make_shared<auth::KeyLimiter>(config_.auth)),
       backends_(config_),
       count_check_(metrics_, config_.backends) {
     idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
@@ -155,12 +155,12 @@ std::optional<std::string> Server::reload() {
     std::lock_guard lock(reload_mutex_);
     const conf::Config& running = config();
     auto next = std::make_unique<conf::Config>();
-    std::shared_ptr<const conf::KeyStore> keys;
+    std::shared_ptr<const auth::KeyStore> keys;
     std::shared_ptr<AccessLogSink> access_log;
     std::shared_ptr<net::ssl::context> tls;
     try {
         *next = withThreads(conf::loadConfigFile(running.source_path));
-        keys = std::make_shared<const conf::KeyStore>(next->auth, next->admin);
+        keys = std::make_shared<const auth::KeyStore>(next->auth, next->admin);
         access_log = AccessLogSink::open(next->log.access);
         // The certificate files are read again even when their paths did not
         // change: that is how a renewed certificate is picked up.
@@ -176,7 +176,7 @@ std::optional<std::string> Server::reload() {
     std::atomic_store(&keys_, keys);
     std::atomic_store(&access_log_, access_log);
     std::atomic_store(&tls_, tls);
-    std::atomic_store(&key_limiter_, std::make_shared<conf::KeyLimiter>(next->auth));
+    std::atomic_store(&key_limiter_, std::make_shared<auth::KeyLimiter>(next->auth));
     setLogLevel(parseLogLevel(next->log.level));
     const conf::Config* published = next.get();
     reloaded_.push_back(std::move(next));

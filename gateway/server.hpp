@@ -4,8 +4,8 @@
 
 #include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
-#include "conf/key_limiter.hpp"
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_limiter.hpp"
+#include "gateway/auth/key_store.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/backend_registry.hpp"
@@ -45,9 +45,9 @@ public:
     // why it was refused (the running config then stays).
     std::optional<std::string> reload();
     BackendRegistry& backends() { return backends_; }
-    std::shared_ptr<const conf::KeyStore> keys() const { return std::atomic_load(&keys_); }
+    std::shared_ptr<const auth::KeyStore> keys() const { return std::atomic_load(&keys_); }
     // A request releases on the limiter it acquired from, even across a reload.
-    std::shared_ptr<conf::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
+    std::shared_ptr<auth::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
     // dpgate's prompt counts against the backends' usage (count_check.hpp).
     CountCheck& countCheck() { return count_check_; }
@@ -74,11 +74,11 @@ private:
     std::atomic<const conf::Config*> current_;
     std::mutex reload_mutex_;
     ModelFiles model_files_;
-    std::shared_ptr<const conf::KeyStore> keys_;
+    std::shared_ptr<const auth::KeyStore> keys_;
     std::shared_ptr<AccessLogSink> access_log_;
     std::shared_ptr<net::ssl::context> tls_;
     metrics::GatewayMetrics metrics_;
-    std::shared_ptr<conf::KeyLimiter> key_limiter_;
+    std::shared_ptr<auth::KeyLimiter> key_limiter_;
     BackendRegistry backends_;
     CountCheck count_check_;
     // Counters outlive the workers: sessions destroyed with a worker's

@@ -1,8 +1,8 @@
-#include "conf/key_limiter.hpp"
+#include "gateway/auth/key_limiter.hpp"
 
 #include <algorithm>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
 namespace {
 
@@ -12,8 +12,8 @@ constexpr uint64_t units_per_request = 60000;
 
 }  // namespace
 
-KeyLimiter::KeyLimiter(const AuthConfig& auth) {
-    for (const AuthKey& key : auth.keys) {
+KeyLimiter::KeyLimiter(const conf::AuthConfig& auth) {
+    for (const conf::AuthKey& key : auth.keys) {
         auto state = std::make_unique<State>();
         state->max_concurrent = key.max_concurrent;
         state->requests_per_min = key.requests_per_min;
@@ -26,7 +26,7 @@ KeyLimiter::State* KeyLimiter::find(std::string_view key_name) const {
     return it == states_.end() ? nullptr : it->second.get();
 }
 
-Admission KeyLimiter::tryAcquire(std::string_view key_name, uint64_t now_ms) {
+RateDecision KeyLimiter::tryAcquire(std::string_view key_name, uint64_t now_ms) {
     State* state = find(key_name);
     if (!state) return {};
     const std::lock_guard lock(state->mutex);
@@ -77,4 +77,4 @@ uint32_t KeyLimiter::inFlight(std::string_view key_name) const {
     return state->in_flight;
 }
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

@@ -1,4 +1,4 @@
-#include "conf/keys_cli.hpp"
+#include "gateway/auth/keys_cli.hpp"
 
 #include "conf/config.hpp"
 #include "conf/keys_file.hpp"
@@ -22,7 +22,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
 namespace {
 
@@ -161,10 +161,10 @@ void writeAll(int fd, std::string_view data, const std::string& path) {
     if (::fsync(fd) != 0) throw CliError(1, "cannot write " + path + ": " + errnoText());
 }
 
-std::vector<AuthKey> parseOrRefuse(const std::string& text, const std::string& path) {
+std::vector<conf::AuthKey> parseOrRefuse(const std::string& text, const std::string& path) {
     try {
-        return parseKeysText(text, path);
-    } catch (const ConfigError& e) {
+        return conf::parseKeysText(text, path);
+    } catch (const conf::ConfigError& e) {
         throw CliError(1, std::string(e.what()) + " (fix the file first; nothing was changed)");
     }
 }
@@ -186,13 +186,13 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
     requireFileOption(args);
     LockedFile file(args.file, O_RDWR | O_CREAT | O_APPEND);
     const std::string text = file.readAll();
-    const std::vector<AuthKey> keys = parseOrRefuse(text, args.file);
-    if (std::any_of(keys.begin(), keys.end(), [&](const AuthKey& k) { return k.name == name; }))
+    const std::vector<conf::AuthKey> keys = parseOrRefuse(text, args.file);
+    if (std::any_of(keys.begin(), keys.end(), [&](const conf::AuthKey& k) { return k.name == name; }))
         throw CliError(1, "key \"" + name + "\" already exists in " + args.file +
                               " (dpgate keys remove " + name + " --file " + args.file + " first)");
 
     const std::string key = generateApiKey();
-    AuthKey added{name, sha256Hex(key), args.trusted, args.max_concurrent, args.requests_per_min};
+    conf::AuthKey added{name, conf::sha256Hex(key), args.trusted, args.max_concurrent, args.requests_per_min};
     std::string line = yamlKey(name) + ": {sha256: " + added.sha256;
     if (added.trusted) line += ", trusted: true";
     if (added.max_concurrent) line += ", max_concurrent: " + std::to_string(added.max_concurrent);
@@ -201,7 +201,7 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
     const std::string addition = (text.empty() || text.back() == '\n' ? "" : "\n") + line;
 
     // What the gateway will load must be exactly what was there plus the new key.
-    std::vector<AuthKey> expected = keys;
+    std::vector<conf::AuthKey> expected = keys;
     expected.push_back(added);
     if (parseOrRefuse(text + addition, args.file) != expected)
         throw CliError(1, "internal error: the new entry for \"" + name + "\" would not read back; nothing was changed");
@@ -216,13 +216,13 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
 int listKeys(const Args& args, std::ostream& out) {
     if (!args.positional.empty()) throw CliError(2, "list takes no NAME");
     requireFileOption(args);
-    std::vector<AuthKey> keys;
+    std::vector<conf::AuthKey> keys;
     try {
-        keys = loadKeysFile(args.file);
-    } catch (const ConfigError& e) {
+        keys = conf::loadKeysFile(args.file);
+    } catch (const conf::ConfigError& e) {
         throw CliError(1, e.what());
     }
-    for (const AuthKey& key : keys) {
+    for (const conf::AuthKey& key : keys) {
         out << key.name;
         if (key.trusted) out << " trusted";
         if (key.max_concurrent) out << " max_concurrent=" << key.max_concurrent;
@@ -267,17 +267,17 @@ int removeKey(const Args& args, std::ostream& err) {
     requireFileOption(args);
     LockedFile file(args.file, O_RDONLY);
     const std::string text = file.readAll();
-    const std::vector<AuthKey> keys = parseOrRefuse(text, args.file);
-    std::vector<AuthKey> expected;
-    for (const AuthKey& key : keys)
+    const std::vector<conf::AuthKey> keys = parseOrRefuse(text, args.file);
+    std::vector<conf::AuthKey> expected;
+    for (const conf::AuthKey& key : keys)
         if (key.name != name) expected.push_back(key);
     if (expected.size() == keys.size()) throw CliError(1, "no key \"" + name + "\" in " + args.file);
 
     const std::string updated = withoutEntry(text, name);
     bool same = false;
     try {
-        same = parseKeysText(updated, args.file) == expected;
-    } catch (const ConfigError&) {
+        same = conf::parseKeysText(updated, args.file) == expected;
+    } catch (const conf::ConfigError&) {
     }
     if (!same)
         throw CliError(1, "cannot remove \"" + name + "\" from " + args.file +
@@ -350,4 +350,4 @@ int runKeysCli(int argc, char** argv, std::ostream& out, std::ostream& err) {
 
 int runKeysCli(int argc, char** argv) { return runKeysCli(argc, argv, std::cout, std::cerr); }
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

@@ -20,9 +20,9 @@
 #include <string>
 #include <string_view>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
-struct Admission {
+struct RateDecision {
     bool allowed = true;
     // For the Retry-After header on a 429; 0 when allowed. At least 1.
     // For max_concurrent it is 1: when a stream ends cannot be known.
@@ -32,13 +32,13 @@ struct Admission {
 
 class KeyLimiter {
 public:
-    explicit KeyLimiter(const AuthConfig& auth);
+    explicit KeyLimiter(const conf::AuthConfig& auth);
 
     // Allowed: the caller holds one slot and must call release(key_name)
     // exactly once when the request ends (response fully sent or aborted).
     // Denied: nothing is held, no request is counted against the minute.
     // Unknown names are allowed and not tracked (release is then a no-op).
-    Admission tryAcquire(std::string_view key_name, uint64_t now_ms);
+    RateDecision tryAcquire(std::string_view key_name, uint64_t now_ms);
     void release(std::string_view key_name);
 
     // Requests of this key now in flight (for metrics and tests).
@@ -61,4 +61,4 @@ private:
     std::map<std::string, std::unique_ptr<State>, std::less<>> states_;
 };
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

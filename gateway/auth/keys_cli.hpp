@@ -13,7 +13,7 @@
 #include <ostream>
 #include <string>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
 // argv[0] is the word after "keys" ("add", "list", "remove"). Returns the
 // process exit code: 0 done, 1 refused or failed (message on err), 2 usage.
@@ -24,4 +24,4 @@ int runKeysCli(int argc, char** argv, std::ostream& out, std::ostream& err);
 // Throws std::runtime_error if the random generator fails.
 std::string generateApiKey();
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

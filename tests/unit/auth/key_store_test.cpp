@@ -1,4 +1,4 @@
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_store.hpp"
 
 #include "conf/config.hpp"
 #include "conf/sha256_hex.hpp"
@@ -6,15 +6,15 @@
 
 #include <gtest/gtest.h>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 namespace {
 
-using test::TempDir;
+using conf::test::TempDir;
 
-AuthConfig twoKeys() {
-    AuthConfig auth;
-    auth.keys.push_back(AuthKey{"alice", sha256Hex("sk-alice"), false, 0, 0});
-    auth.keys.push_back(AuthKey{"ci-bot", sha256Hex("sk-ci"), true, 4, 60});
+conf::AuthConfig twoKeys() {
+    conf::AuthConfig auth;
+    auth.keys.push_back(conf::AuthKey{"alice", conf::sha256Hex("sk-alice"), false, 0, 0});
+    auth.keys.push_back(conf::AuthKey{"ci-bot", conf::sha256Hex("sk-ci"), true, 4, 60});
     return auth;
 }
 
@@ -40,14 +40,14 @@ TEST(BearerToken, RefusesEverythingElse) {
 }
 
 TEST(KeyStore, RightKeyGivesItsNameAndLimits) {
-    const KeyStore store(twoKeys(), AdminConfig{});
+    const KeyStore store(twoKeys(), conf::AdminConfig{});
     EXPECT_EQ(store.keyCount(), 2u);
-    EXPECT_EQ(store.authenticate("Bearer sk-alice"), (KeyInfo{"alice", sha256Hex("sk-alice").substr(0, 12), false, 0, 0}));
-    EXPECT_EQ(store.authenticate("bearer sk-ci"), (KeyInfo{"ci-bot", sha256Hex("sk-ci").substr(0, 12), true, 4, 60}));
+    EXPECT_EQ(store.authenticate("Bearer sk-alice"), (KeyInfo{"alice", conf::sha256Hex("sk-alice").substr(0, 12), false, 0, 0}));
+    EXPECT_EQ(store.authenticate("bearer sk-ci"), (KeyInfo{"ci-bot", conf::sha256Hex("sk-ci").substr(0, 12), true, 4, 60}));
 }
 
 TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {
-    const KeyStore store(twoKeys(), AdminConfig{});
+    const KeyStore store(twoKeys(), conf::AdminConfig{});
     EXPECT_EQ(store.authenticate("Bearer sk-alicE"), std::nullopt);
     EXPECT_EQ(store.authenticate("Bearer sk-alice2"), std::nullopt);
     EXPECT_EQ(store.authenticate(""), std::nullopt);
@@ -55,46 +55,46 @@ TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {
     EXPECT_EQ(store.authenticate("Basic sk-alice"), std::nullopt);
     EXPECT_EQ(store.authenticate("Bearer sk-alice extra"), std::nullopt);
     // The hash itself is not a key.
-    EXPECT_EQ(store.authenticate("Bearer " + sha256Hex("sk-alice")), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer " + conf::sha256Hex("sk-alice")), std::nullopt);
 }
 
 TEST(KeyStore, UppercaseStoredHashStillMatches) {
-    AuthConfig auth;
-    std::string upper = sha256Hex("sk-x");
+    conf::AuthConfig auth;
+    std::string upper = conf::sha256Hex("sk-x");
     for (char& c : upper) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-    auth.keys.push_back(AuthKey{"x", upper, false, 0, 0});
+    auth.keys.push_back(conf::AuthKey{"x", upper, false, 0, 0});
     EXPECT_EQ(KeyStore(auth, {}).authenticate("Bearer sk-x")->name, "x");
 }
 
 TEST(KeyStore, TwoNamesWithTheSameHashResolveToTheFirst) {
-    AuthConfig auth = twoKeys();
-    auth.keys.push_back(AuthKey{"alice-again", sha256Hex("sk-alice"), true, 0, 0});
+    conf::AuthConfig auth = twoKeys();
+    auth.keys.push_back(conf::AuthKey{"alice-again", conf::sha256Hex("sk-alice"), true, 0, 0});
     EXPECT_EQ(KeyStore(auth, {}).authenticate("Bearer sk-alice")->name, "alice");
 }
 
 TEST(KeyStore, NoKeysRefusesEveryone) {
-    const KeyStore store(AuthConfig{}, AdminConfig{});
+    const KeyStore store(conf::AuthConfig{}, conf::AdminConfig{});
     EXPECT_EQ(store.authenticate("Bearer anything"), std::nullopt);
     EXPECT_TRUE(store.required());
-    AuthConfig open;
+    conf::AuthConfig open;
     open.required = false;
     EXPECT_FALSE(KeyStore(open, {}).required());
 }
 
 TEST(KeyStore, BadStoredHashIsAConfigError) {
-    AuthConfig auth;
-    auth.keys.push_back(AuthKey{"bad", "1234", false, 0, 0});
+    conf::AuthConfig auth;
+    auth.keys.push_back(conf::AuthKey{"bad", "1234", false, 0, 0});
     try {
         KeyStore store(auth, {});
         FAIL() << "no error";
-    } catch (const ConfigError& e) {
+    } catch (const conf::ConfigError& e) {
         EXPECT_STREQ(e.what(), "conf: auth.keys.bad: expected 64 hex digits (the SHA-256 of the key)");
     }
 }
 
 TEST(KeyStore, AdminTokenFromHash) {
-    AdminConfig admin;
-    admin.token_sha256 = sha256Hex("admin-secret");
+    conf::AdminConfig admin;
+    admin.token_sha256 = conf::sha256Hex("admin-secret");
     const KeyStore store(twoKeys(), admin);
     EXPECT_TRUE(store.hasAdminToken());
     EXPECT_TRUE(store.authenticateAdmin("Bearer admin-secret"));
@@ -109,9 +109,9 @@ TEST(KeyStore, AdminTokenFromHash) {
 
 TEST(KeyStore, AdminTokenFromFileWithoutTrailingNewline) {
     TempDir dir;
-    AdminConfig admin;
+    conf::AdminConfig admin;
     admin.token_file = dir.write("admin.token", "file-secret\r\n");
-    const KeyStore store(AuthConfig{}, admin);
+    const KeyStore store(conf::AuthConfig{}, admin);
     EXPECT_TRUE(store.authenticateAdmin("Bearer file-secret"));
     EXPECT_FALSE(store.authenticateAdmin("Bearer file-secret\r\n"));
     EXPECT_FALSE(store.authenticateAdmin("Bearer file-secre"));
@@ -124,20 +124,20 @@ TEST(KeyStore, AdminTokenFromFileWithoutTrailingNewline) {
 
 TEST(KeyStore, AdminTokenFileMissingOrEmptyIsAConfigError) {
     TempDir dir;
-    AdminConfig admin;
+    conf::AdminConfig admin;
     admin.token_file = dir.path() + "/absent";
-    EXPECT_THROW(KeyStore(AuthConfig{}, admin), ConfigError);
+    EXPECT_THROW(KeyStore(conf::AuthConfig{}, admin), conf::ConfigError);
     admin.token_file = dir.write("empty", "\n");
     try {
-        KeyStore store(AuthConfig{}, admin);
+        KeyStore store(conf::AuthConfig{}, admin);
         FAIL() << "no error";
-    } catch (const ConfigError& e) {
+    } catch (const conf::ConfigError& e) {
         EXPECT_EQ(std::string(e.what()), "conf: admin.token_file: " + admin.token_file + " is empty");
     }
 }
 
 TEST(KeyStore, NoAdminTokenMeansNoAdmin) {
-    const KeyStore store(twoKeys(), AdminConfig{});
+    const KeyStore store(twoKeys(), conf::AdminConfig{});
     EXPECT_FALSE(store.hasAdminToken());
     EXPECT_FALSE(store.authenticateAdmin("Bearer "));
     EXPECT_FALSE(store.authenticateAdmin("Bearer sk-alice"));
@@ -156,4 +156,4 @@ TEST(KeyStore, DemoConfigKeyWorks) {
 }
 
 }  // namespace
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

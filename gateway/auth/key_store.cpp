@@ -1,4 +1,4 @@
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_store.hpp"
 
 #include "conf/sha256_hex.hpp"
 
@@ -9,7 +9,7 @@
 #include <fstream>
 #include <sstream>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
 namespace {
 
@@ -40,8 +40,8 @@ int hexValue(char c) {
 }
 
 Digest digestFromHex(const std::string& hex, const std::string& key_path) {
-    const std::optional<std::string> normal = normalizeSha256Hex(hex);
-    if (!normal) throw ConfigError(key_path, 0, "expected 64 hex digits (the SHA-256 of the key)");
+    const std::optional<std::string> normal = conf::normalizeSha256Hex(hex);
+    if (!normal) throw conf::ConfigError(key_path, 0, "expected 64 hex digits (the SHA-256 of the key)");
     Digest digest;
     for (std::size_t i = 0; i < digest.size(); ++i)
         digest[i] = static_cast<unsigned char>(hexValue((*normal)[2 * i]) << 4 | hexValue((*normal)[2 * i + 1]));
@@ -62,12 +62,12 @@ bool equalsIgnoreCase(std::string_view a, std::string_view lower_b) {
 
 std::string readTokenFile(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
-    if (!in) throw ConfigError("admin.token_file", 0, "cannot read " + path);
+    if (!in) throw conf::ConfigError("admin.token_file", 0, "cannot read " + path);
     std::ostringstream text;
     text << in.rdbuf();
     std::string token = text.str();
     while (!token.empty() && (token.back() == '\n' || token.back() == '\r')) token.pop_back();
-    if (token.empty()) throw ConfigError("admin.token_file", 0, path + " is empty");
+    if (token.empty()) throw conf::ConfigError("admin.token_file", 0, path + " is empty");
     return token;
 }
 
@@ -90,9 +90,9 @@ std::optional<std::string_view> bearerToken(std::string_view authorization) {
     return rest;
 }
 
-KeyStore::KeyStore(const AuthConfig& auth, const AdminConfig& admin) : required_(auth.required) {
+KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin) : required_(auth.required) {
     entries_.reserve(auth.keys.size());
-    for (const AuthKey& key : auth.keys) {
+    for (const conf::AuthKey& key : auth.keys) {
         entries_.push_back(Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
                                  KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
     }
@@ -130,4 +130,4 @@ bool KeyStore::authenticateAdmin(std::string_view authorization) const {
     return CRYPTO_memcmp(presented.data(), admin_digest_->data(), presented.size()) == 0;
 }
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

@@ -1,4 +1,4 @@
-#include "conf/key_limiter.hpp"
+#include "gateway/auth/key_limiter.hpp"
 
 #include <gtest/gtest.h>
 
@@ -6,13 +6,13 @@
 #include <thread>
 #include <vector>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 namespace {
 
-AuthConfig keysWith(uint32_t max_concurrent, uint32_t requests_per_min) {
-    AuthConfig auth;
-    auth.keys.push_back(AuthKey{"k", std::string(64, 'a'), false, max_concurrent, requests_per_min});
-    auth.keys.push_back(AuthKey{"free", std::string(64, 'b'), false, 0, 0});
+conf::AuthConfig keysWith(uint32_t max_concurrent, uint32_t requests_per_min) {
+    conf::AuthConfig auth;
+    auth.keys.push_back(conf::AuthKey{"k", std::string(64, 'a'), false, max_concurrent, requests_per_min});
+    auth.keys.push_back(conf::AuthKey{"free", std::string(64, 'b'), false, 0, 0});
     return auth;
 }
 
@@ -31,7 +31,7 @@ TEST(KeyLimiter, MaxConcurrentRefusesUntilARelease) {
     KeyLimiter limiter(keysWith(2, 0));
     EXPECT_TRUE(limiter.tryAcquire("k", 0).allowed);
     EXPECT_TRUE(limiter.tryAcquire("k", 0).allowed);
-    const Admission third = limiter.tryAcquire("k", 0);
+    const RateDecision third = limiter.tryAcquire("k", 0);
     EXPECT_FALSE(third.allowed);
     EXPECT_EQ(third.reason, "max_concurrent");
     EXPECT_EQ(third.retry_after_seconds, 1u);
@@ -57,7 +57,7 @@ TEST(KeyLimiter, RequestsPerMinuteBurstThenRefillWithRetryAfter) {
         ASSERT_TRUE(limiter.tryAcquire("k", t0).allowed) << i;
         limiter.release("k");
     }
-    Admission denied = limiter.tryAcquire("k", t0);
+    RateDecision denied = limiter.tryAcquire("k", t0);
     EXPECT_FALSE(denied.allowed);
     EXPECT_EQ(denied.reason, "requests_per_min");
     EXPECT_EQ(denied.retry_after_seconds, 1u);
@@ -123,4 +123,4 @@ TEST(KeyLimiter, ConcurrentAcquireAndReleaseNeverExceedTheLimit) {
 }
 
 }  // namespace
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

@@ -1,7 +1,7 @@
-#include "conf/keys_cli.hpp"
+#include "gateway/auth/keys_cli.hpp"
 
 #include "conf/config.hpp"
-#include "conf/key_store.hpp"
+#include "gateway/auth/key_store.hpp"
 #include "conf/keys_file.hpp"
 #include "conf/sha256_hex.hpp"
 #include "conf_test_util.hpp"
@@ -17,10 +17,10 @@
 
 #include <sys/stat.h>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 namespace {
 
-using test::TempDir;
+using conf::test::TempDir;
 
 struct CliRun {
     int exit_code;
@@ -76,13 +76,13 @@ TEST(KeysCli, AddCreatesA0600FileThatLoadsAndAuthenticates) {
 
     const std::string text = readFile(file);
     EXPECT_EQ(text.find(key), std::string::npos) << "the key itself must never be stored";
-    EXPECT_EQ(text, "alice: {sha256: " + sha256Hex(key) + "}\n");
+    EXPECT_EQ(text, "alice: {sha256: " + conf::sha256Hex(key) + "}\n");
 
-    const std::vector<AuthKey> loaded = loadKeysFile(file);
+    const std::vector<conf::AuthKey> loaded = conf::loadKeysFile(file);
     ASSERT_EQ(loaded.size(), 1u);
-    EXPECT_EQ(loaded[0], (AuthKey{"alice", sha256Hex(key), false, 0, 0}));
+    EXPECT_EQ(loaded[0], (conf::AuthKey{"alice", conf::sha256Hex(key), false, 0, 0}));
 
-    AuthConfig auth;
+    conf::AuthConfig auth;
     auth.keys = loaded;
     EXPECT_EQ(KeyStore(auth, {}).authenticate("Bearer " + key)->name, "alice");
 }
@@ -97,15 +97,15 @@ TEST(KeysCli, AddWithFlagsAppendsAfterExistingEntries) {
                                                     "  trusted: true");
     const std::string key =
         keyOf(keys({"add", "bot@team", "--file=" + file, "--trusted", "--max-concurrent", "4", "--requests-per-min=60"}));
-    const std::vector<AuthKey> loaded = loadKeysFile(file);
+    const std::vector<conf::AuthKey> loaded = conf::loadKeysFile(file);
     ASSERT_EQ(loaded.size(), 3u);
     EXPECT_EQ(loaded[0].name, "old");
-    EXPECT_EQ(loaded[1], (AuthKey{"ci", std::string(64, 'b'), true, 0, 0}));
-    EXPECT_EQ(loaded[2], (AuthKey{"bot@team", sha256Hex(key), true, 4, 60}));
+    EXPECT_EQ(loaded[1], (conf::AuthKey{"ci", std::string(64, 'b'), true, 0, 0}));
+    EXPECT_EQ(loaded[2], (conf::AuthKey{"bot@team", conf::sha256Hex(key), true, 4, 60}));
 
     // Names YAML would misread are quoted.
     const std::string odd = keyOf(keys({"add", "@odd", "--file", file}));
-    EXPECT_EQ(loadKeysFile(file).back(), (AuthKey{"@odd", sha256Hex(odd), false, 0, 0}));
+    EXPECT_EQ(conf::loadKeysFile(file).back(), (conf::AuthKey{"@odd", conf::sha256Hex(odd), false, 0, 0}));
 }
 
 TEST(KeysCli, AddRefusesADuplicateNameAndLeavesTheFileAlone) {
@@ -186,14 +186,14 @@ TEST(KeysCli, RemoveTakesOutOneEntryAndKeepsTheRest) {
 
     run = keys({"remove", "@carol", "--file", file});
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_EQ(loadKeysFile(file), (std::vector<AuthKey>{AuthKey{"alice", hash_a, false, 0, 0}}));
+    EXPECT_EQ(conf::loadKeysFile(file), (std::vector<conf::AuthKey>{conf::AuthKey{"alice", hash_a, false, 0, 0}}));
 
     run = keys({"remove", "nobody", "--file", file});
     EXPECT_EQ(run.exit_code, 1);
     EXPECT_NE(run.err.find("no key \"nobody\""), std::string::npos);
 
     EXPECT_EQ(keys({"remove", "alice", "--file", file}).exit_code, 0);
-    EXPECT_TRUE(loadKeysFile(file).empty());
+    EXPECT_TRUE(conf::loadKeysFile(file).empty());
     // No temporary files left behind.
     EXPECT_EQ(std::distance(std::filesystem::directory_iterator(dir.path()), {}), 1);
 }
@@ -206,8 +206,8 @@ TEST(KeysCli, AddListRemoveRoundTrip) {
     EXPECT_NE(a, b);
     EXPECT_EQ(keys({"remove", "a", "--file", file}).exit_code, 0);
     EXPECT_EQ(keys({"list", "--file", file}).out, "b trusted\n");
-    AuthConfig auth;
-    auth.keys = loadKeysFile(file);
+    conf::AuthConfig auth;
+    auth.keys = conf::loadKeysFile(file);
     const KeyStore store(auth, {});
     EXPECT_EQ(store.authenticate("Bearer " + a), std::nullopt);
     EXPECT_EQ(store.authenticate("Bearer " + b)->name, "b");
@@ -217,4 +217,4 @@ TEST(KeysCli, AddListRemoveRoundTrip) {
 }
 
 }  // namespace
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth

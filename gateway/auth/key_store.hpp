@@ -16,7 +16,7 @@
 #include <string_view>
 #include <vector>
 
-namespace dpgate::conf {
+namespace dpgate::auth {
 
 // What the gateway learns about an authenticated client. The name (never
 // the key) labels metrics and logs.
@@ -42,9 +42,9 @@ std::optional<std::string_view> bearerToken(std::string_view authorization);
 class KeyStore {
 public:
     // Reads admin.token_file once, here (its contents minus trailing CR/LF
-    // are the token). Throws ConfigError if that file cannot be read or is
+    // are the token). Throws conf::ConfigError if that file cannot be read or is
     // empty, or if a stored hash is not 64 hex digits.
-    KeyStore(const AuthConfig& auth, const AdminConfig& admin);
+    KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin);
 
     // nullopt: no header, malformed header, or unknown key.
     std::optional<KeyInfo> authenticate(std::string_view authorization) const;
@@ -70,4 +70,4 @@ private:
     std::optional<Digest> admin_digest_;
 };
 
-}  // namespace dpgate::conf
+}  // namespace dpgate::auth
