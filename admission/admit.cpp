@@ -10,11 +10,7 @@ namespace dpgate::admission {
 namespace {
 
 Refused invalid(std::string param, std::string message) {
-  Refused refused;
-  refused.http_status = 400;
-  refused.param = std::move(param);
-  refused.message = std::move(message);
-  return refused;
+  return ApiError::invalidParam(std::move(param), std::move(message));
 }
 
 bool servesModel(const AdmissionLimits& limits, std::string_view model) {
@@ -48,12 +44,7 @@ std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::stri
 }
 
 Refused tokenizerUnavailable(std::string message) {
-  Refused refused;
-  refused.http_status = 503;
-  refused.type = "server_error";
-  refused.code = "tokenizer_unavailable";
-  refused.message = std::move(message);
-  return refused;
+  return ApiError::unavailable(std::move(message), "tokenizer_unavailable", "server_error");
 }
 
 // What one render may allocate: the arena holds the request's values and
@@ -66,10 +57,10 @@ std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value
   if (!value.present) return std::nullopt;
   const bool negative = !value.text.empty() && value.text.front() == '-';
   if (negative || (value.fits_int64 && value.value < 1)) {
-    return invalid(name, std::string(name) + ": must be at least 1, got " + std::string(value.text.substr(0, 40)));
+    return invalid(name, std::string(name) + ": must be at least 1, got " + std::string(clipUtf8(value.text, 40)));
   }
   if (!value.fits_int64 || static_cast<std::uint64_t>(value.value) > max) {
-    return invalid(name, std::string(name) + ": " + std::string(value.text.substr(0, 40)) +
+    return invalid(name, std::string(name) + ": " + std::string(clipUtf8(value.text, 40)) +
                              " is above the output limit " + std::to_string(max));
   }
   return std::nullopt;
@@ -177,12 +168,8 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
                         const AdmissionLimits& limits) {
   // 1. Size.
   if (body.size() > limits.max_body_bytes) {
-    Refused refused;
-    refused.http_status = 413;
-    refused.code = "request_too_large";
-    refused.message = "The body is " + std::to_string(body.size()) + " bytes; the limit is " +
-                      std::to_string(limits.max_body_bytes) + ".";
-    return refused;
+    return ApiError::payloadTooLarge("The body is " + std::to_string(body.size()) + " bytes; the limit is " +
+                                     std::to_string(limits.max_body_bytes) + ".");
   }
   // 2. Shape: JSON, types, roles, UTF-8.
   arena_.reset();
@@ -193,24 +180,17 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   if (!request_.has_model) return invalid("model", "model: missing (this gateway serves " + limits.served_model_id + ")");
   // 3. Model.
   if (!servesModel(limits, request_.model)) {
-    Refused refused;
-    refused.http_status = 404;
+    Refused refused = ApiError::notFound("The model `" + std::string(clipUtf8(request_.model, 200)) +
+                      "` does not exist; this gateway serves " + limits.served_model_id + ".", "model_not_found");
     refused.param = "model";
-    refused.code = "model_not_found";
-    refused.message = "The model `" + std::string(request_.model.substr(0, 200)) +
-                      "` does not exist; this gateway serves " + limits.served_model_id + ".";
     return refused;
   }
   // 4. Images, history included.
   std::uint64_t images = 0;
   for (const ChatMessage& message : request_.chat.messages) images += message.images;
   if (images > limits.max_images) {
-    Refused refused;
-    refused.param = "messages";
-    refused.code = "too_many_images";
-    refused.message = std::to_string(images) + " images in this request (history included); the limit is " +
-                      std::to_string(limits.max_images) + ".";
-    return refused;
+    return ApiError::badRequest(std::to_string(images) + " images in this request (history included); the limit is " +
+                      std::to_string(limits.max_images) + ".", "too_many_images", "messages");
   }
   // 5. Output budget. vLLM reads max_completion_tokens first.
   if (auto refused = checkBudget("max_tokens", request_.max_tokens, limits.max_output_tokens)) return *refused;
@@ -278,11 +258,8 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
   }
   const std::uint64_t needed = prompt_tokens + fixed;
   if (needed > limits.window_tokens) {
-    Refused refused;
-    refused.param = chat ? "messages" : "prompt";
-    refused.code = "context_length_exceeded";
-    refused.message = contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat);
-    return refused;
+    return ApiError::badRequest(contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat),
+                                "context_length_exceeded", chat ? "messages" : "prompt");
   }
   admitted.prompt_tokens = prompt_tokens;
   const std::size_t sequences = chat ? 1 : request_.prompt_texts.size() + request_.prompt_id_counts.size();

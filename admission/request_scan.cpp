@@ -8,6 +8,7 @@
 
 #include "admission/template/jinja/py_json.hpp"
 #include "admission/tokenizer/utf8.hpp"
+#include "gateway/api_error.hpp"
 
 namespace dpgate::admission {
 
@@ -34,7 +35,7 @@ class Path {
       out += "[" + std::to_string(index_) + "]";
     } else {
       if (parent_ != nullptr) out += '.';
-      out += key_.substr(0, 40);
+      out += clipUtf8(key_, 40);
     }
     return out;
   }
@@ -137,7 +138,7 @@ std::optional<ScanError> readInteger(od::value& value, const Path& path, Scanned
     out.fits_int64 = false;
     return std::nullopt;
   }
-  return fail(path, "must be an integer, not " + std::string(out.text.substr(0, 40)));
+  return fail(path, "must be an integer, not " + std::string(clipUtf8(out.text, 40)));
 }
 
 // An image part's image_url: a string, or an object whose url is a string.
@@ -294,7 +295,7 @@ std::optional<ScanError> readContentPart(od::value& value, const Path& path, Cha
     message.parts.push_back({ChatContentPart::Kind::image, {}});
     ++message.images;
   } else {
-    return fail(path.field("type"), "unsupported content part \"" + std::string(part_type.substr(0, 40)) +
+    return fail(path.field("type"), "unsupported content part \"" + std::string(clipUtf8(part_type, 40)) +
                                     "\" (supported: text, input_text, output_text, refusal, thinking, image_url, "
                                     "input_image)");
   }
@@ -878,7 +879,7 @@ std::optional<ScanError> checkToolUsage(ScannedRequest& out, const std::vector<s
   }
   if (out.tool_choice == ToolChoice::named &&
       std::find(tool_names.begin(), tool_names.end(), out.tool_choice_name) == tool_names.end()) {
-    return fail("tool_choice.function.name", "the tool \"" + std::string(out.tool_choice_name.substr(0, 80)) +
+    return fail("tool_choice.function.name", "the tool \"" + std::string(clipUtf8(out.tool_choice_name, 80)) +
                                                  "\" does not match any of the specified `tools`");
   }
   return std::nullopt;

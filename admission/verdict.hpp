@@ -1,6 +1,8 @@
 #pragma once
 // The outcome of admission: forward the request (with what routing and
 // metrics need) or answer it with an OpenAI-shaped error.
+#include "gateway/api_error.hpp"
+
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -41,20 +43,15 @@ struct Admitted {
   std::uint64_t head_hash = 0;
 };
 
-struct Refused {
-  unsigned http_status = 400;
-  std::string message;
-  std::string type = "invalid_request_error";
-  std::string param;  // empty -> JSON null
-  std::string code;   // empty -> JSON null
-};
+// A refusal is the gateway's one error type (gateway/api_error.hpp).
+using Refused = ApiError;
 
 using Verdict = std::variant<Admitted, Refused>;
 
 // The forwarded body as one string (tests, small bodies).
 std::string splicedBody(std::string_view body, const Admitted& admitted);
 
-// {"error":{"message":...,"type":...,"param":...,"code":...}}
-std::string errorBody(const Refused& refused);
+// {"error":{"code":...,"message":...,"param":...,"type":...}}
+inline std::string errorBody(const Refused& refused) { return refused.json(); }
 
 }  // namespace dpgate::admission

@@ -73,7 +73,7 @@ http::response<http::string_body> jsonResponse(unsigned status, const nlohmann::
 }
 
 http::response<http::string_body> errorResponse(const ApiError& error) {
-    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    http::response<http::string_body> response{static_cast<http::status>(error.http_status), 11};
     response.set(http::field::content_type, "application/json");
     response.body() = error.body();
     return response;
@@ -135,10 +135,8 @@ http::response<http::string_body> AdminListener::status() const {
             const metrics::BackendRankRow* row = table ? table->table.find(int(r)) : nullptr;
             ranks.push_back({{"rank", r},
                              {"queued_prefill_tokens",
-                              backends.slotLoad(backends.loadIndex(index, r)).load(std::memory_order_relaxed)},
-                             {"recent_prefill_tokens",
-                              std::llround(backends.workMeter().value(
-                                  backends.loadIndex(index, r), routing::meterSeconds(now)))},
+                              server_.router().queuedPrefill(index, r)},
+                             {"recent_prefill_tokens", std::llround(server_.router().recentWork(index, r, now))},
                              {"running", optionalNumber(row ? row->running : std::nullopt)},
                              {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
                              {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},
@@ -186,9 +184,9 @@ awaitable<http::response<http::string_body>> AdminListener::flip(std::string_vie
         target = backends.find(target_name);
     }
     if (!target) {
-        ApiError error{404, target_name.empty() ? "there is no standby to flip to." : "no backend named '" +
-                                                                                          std::string(target_name) + "'.",
-                       "invalid_request_error", "", "not_found"};
+        ApiError error = ApiError::notFound(target_name.empty()
+                                                ? "there is no standby to flip to."
+                                                : "no backend named '" + std::string(clipUtf8(target_name, 200)) + "'.");
         co_return errorResponse(error);
     }
     // Identity is proved now, not remembered: a standby that was fine a probe
@@ -198,7 +196,7 @@ awaitable<http::response<http::string_body>> AdminListener::flip(std::string_vie
     std::optional<std::string> refusal = backends.flipTo(*target, probe, config.model.window_tokens);
     if (refusal) {
         logLine(LogLevel::warn, "admin flip to " + backends.config(*target).name + " refused: " + *refusal);
-        ApiError error{409, "flip refused: " + *refusal + ".", "invalid_request_error", "", "flip_refused"};
+        ApiError error = ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused");
         co_return errorResponse(error);
     }
     server_.metrics().flips.inc();
@@ -227,14 +225,14 @@ awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::
     BackendRegistry& backends = server_.backends();
     std::optional<size_t> index = backends.find(name);
     if (!index) {
-        ApiError error{404, "no backend named '" + std::string(name) + "'.", "invalid_request_error", "", "not_found"};
+        ApiError error = ApiError::notFound("no backend named '" + std::string(clipUtf8(name, 200)) + "'.");
         co_return errorResponse(error);
     }
     HealthChecker::Fetched fetched =
         co_await HealthChecker::fetch(backends.config(*index), "/metrics", server_.config().health.timeout_ms * 5);
     if (fetched.status == 0) {
-        ApiError error{502, "backend '" + std::string(name) + "': " + fetched.error + ".", "upstream_error", "",
-                       "backend_unreachable"};
+        ApiError error = ApiError::badGateway("backend '" + std::string(name) + "': " + fetched.error + ".",
+                                              "backend_unreachable");
         co_return errorResponse(error);
     }
     // Verbatim: status, content type and body as the backend sent them.
@@ -248,7 +246,7 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
     BackendRegistry& backends = server_.backends();
     std::optional<size_t> index = backends.find(name);
     if (!index) {
-        ApiError error{404, "no backend named '" + std::string(name) + "'.", "invalid_request_error", "", "not_found"};
+        ApiError error = ApiError::notFound("no backend named '" + std::string(clipUtf8(name, 200)) + "'.");
         return errorResponse(error);
     }
     backends.setDrained(*index, drained);
@@ -260,10 +258,10 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     // Every admin endpoint needs the admin token; client keys do not open it.
     std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
-        ApiError error{401, keys->hasAdminToken()
-                                ? "the admin API needs 'Authorization: Bearer <admin token>'."
-                                : "the admin API is closed: no admin.token is configured.",
-                       "invalid_request_error", "", "invalid_admin_token"};
+        ApiError error = ApiError::unauthorized(keys->hasAdminToken()
+                                                    ? "the admin API needs 'Authorization: Bearer <admin token>'."
+                                                    : "the admin API is closed: no admin.token is configured.");
+        error.code = "invalid_admin_token";
         http::response<http::string_body> response = errorResponse(error);
         response.set(http::field::www_authenticate, "Bearer");
         co_return response;
@@ -279,15 +277,14 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     }
     if (get && path == "/metrics") {
         if (!server_.config().metrics.enabled) {
-            ApiError error{404, "metrics are off (metrics.enabled: false).", "invalid_request_error", "",
-                           "metrics_disabled"};
+            ApiError error = ApiError::notFound("metrics are off (metrics.enabled: false).", "metrics_disabled");
             co_return errorResponse(error);
         }
         co_return metricsPage();
     }
     if (post && path == "/admin/reload") {
         if (std::optional<std::string> refused = server_.reload()) {
-            ApiError error{400, *refused, "invalid_request_error", "", "reload_refused"};
+            ApiError error = ApiError::badRequest(*refused, "reload_refused");
             co_return errorResponse(error);
         }
         co_return jsonResponse(200, {{"reloaded", server_.config().source_path}});
@@ -303,8 +300,8 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     for (auto [prefix, drained] : {std::pair{std::string_view("/admin/drain/"), true},
                                    std::pair{std::string_view("/admin/undrain/"), false}})
         if (post && path.starts_with(prefix)) co_return drain(path.substr(prefix.size()), drained);
-    ApiError error{404, "no admin route for " + std::string(request.method_string()) + " " + std::string(path) + ".",
-                   "invalid_request_error", "", "not_found"};
+    ApiError error = ApiError::notFound("no admin route for " + std::string(clipUtf8(request.method_string(), 32)) +
+                                        " " + std::string(clipUtf8(path, 200)) + ".");
     co_return errorResponse(error);
 }
 

@@ -5,12 +5,6 @@
 namespace dpgate::gateway {
 namespace {
 
-size_t totalRanks(const conf::Config& config) {
-    size_t ranks = 0;
-    for (const auto& b : config.backends) ranks += b.dp_ranks;
-    return ranks;
-}
-
 routing::SlotChooserOptions chooserOptions(const conf::RoutingConfig& routing) {
     routing::SlotChooserOptions options;
     options.balance_factor = routing.balance_factor;
@@ -26,8 +20,7 @@ BackendRegistry::BackendRegistry(const conf::Config& config)
       configured_window_(config.model.window_tokens),
       mode_(config.routing.mode),
       chooser_options_(chooserOptions(config.routing)),
-      public_window_(config.model.window_tokens),
-      work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0) {
+      public_window_(config.model.window_tokens) {
     size_t slots = 0;
     for (const auto& b : config.backends) {
         Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), b.role, false, 0, {}, {}};
@@ -35,7 +28,6 @@ BackendRegistry::BackendRegistry(const conf::Config& config)
         load_offset_.push_back(slots);
         slots += b.dp_ranks;
     }
-    loads_ = std::make_unique<std::atomic<int64_t>[]>(slots);
     std::lock_guard lock(mutex_);
     republishLocked();
 }
@@ -50,7 +42,6 @@ void BackendRegistry::applyReload(uint64_t configured_window, const conf::Routin
     std::lock_guard lock(mutex_);
     configured_window_ = configured_window;
     chooser_options_ = chooserOptions(routing);
-    work_meter_.setWindow(double(routing.work_window_ms) / 1000.0);
     table_mask_ = ~uint64_t{0};  // rebuild the table with the new factor
     republishLocked();
 }

@@ -5,10 +5,8 @@
 #pragma once
 
 #include "conf/config.hpp"
-#include "routing/cache_estimate.hpp"
 #include "routing/health_state.hpp"
 #include "routing/slot_chooser.hpp"
-#include "routing/work_meter.hpp"
 
 #include <atomic>
 #include <memory>
@@ -67,11 +65,8 @@ public:
     // Null or empty when nothing is routable.
     std::shared_ptr<const RoutingTable> routingTable() const { return std::atomic_load(&table_); }
 
-    // Queued prefill work per (backend, rank): the prompt tokens, not
-    // expected in that rank's cache, of the requests whose prefill is not
-    // over yet. Bounded-load routing balances it; slot i of backend b is
-    // loadIndex(b, i).
-    std::atomic<int64_t>& slotLoad(size_t load_index) { return loads_[load_index]; }
+    // Where (backend b, rank i) sits in the per-rank counters the Router
+    // keeps (router.hpp) and in RoutingTable::load_index.
     size_t loadIndex(size_t backend, uint32_t rank) const { return load_offset_[backend] + rank; }
 
     // A connect failure or a 502/503/504: no new requests until a probe passes.
@@ -91,13 +86,6 @@ public:
 
     std::vector<BackendView> snapshot() const;
 
-    // What each slot's prefix cache is expected to hold of a conversation.
-    routing::CacheEstimate& cacheEstimate() { return cache_estimate_; }
-
-    // Recent prefill work per (backend, rank), indexed like slotLoad().
-    routing::WorkMeter& workMeter() { return work_meter_; }
-    const routing::WorkMeter& workMeter() const { return work_meter_; }
-
 private:
     struct Backend {
         conf::BackendConfig config;
@@ -116,15 +104,12 @@ private:
     const conf::RoutingMode mode_;
     routing::SlotChooserOptions chooser_options_;
     std::vector<size_t> load_offset_;
-    std::unique_ptr<std::atomic<int64_t>[]> loads_;
     std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load
     uint64_t table_mask_ = ~uint64_t{0};
     mutable std::mutex mutex_;
     std::vector<Backend> backends_;
     std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests
     std::atomic<uint64_t> public_window_;
-    routing::CacheEstimate cache_estimate_;
-    routing::WorkMeter work_meter_;
 };
 
 }  // namespace dpgate::gateway

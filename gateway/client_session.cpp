@@ -1,13 +1,11 @@
 #include "gateway/client_session.hpp"
 
-#include "admission/request_scan.hpp"
-#include "gateway/auth/key_store.hpp"
-#include "gateway/local_endpoints.hpp"
+#include "gateway/in_flight.hpp"
 #include "gateway/log.hpp"
 #include "gateway/parse_buffered.hpp"
-#include "gateway/relay.hpp"
 #include "gateway/request_framing.hpp"
 #include "gateway/request_id.hpp"
+#include "gateway/request_path.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
 
@@ -34,7 +32,19 @@ ClientSession::~ClientSession() {
 
 void ClientSession::start(std::shared_ptr<ClientSession> session) {
     net::io_context& io = session->worker_.io();
-    net::co_spawn(io, [s = std::move(session)]() -> awaitable<void> { co_await s->run(); }, net::detached);
+    // run() answers every exception of a request itself; one that escapes
+    // the session (a failed answer to it, say) is logged, never dropped.
+    net::co_spawn(io, [s = std::move(session)]() -> awaitable<void> { co_await s->run(); },
+                  [](std::exception_ptr failure) {
+                      if (!failure) return;
+                      try {
+                          std::rethrow_exception(failure);
+                      } catch (const std::exception& e) {
+                          logLine(LogLevel::error, std::string("client session ended by an exception: ") + e.what());
+                      } catch (...) {
+                          logLine(LogLevel::error, "client session ended by an unknown exception");
+                      }
+                  });
 }
 
 void ClientSession::closeIfIdle() {
@@ -55,8 +65,7 @@ awaitable<bool> ClientSession::startTls() {
     auto [ec, is_tls] = co_await beast::async_detect_ssl(stream_.tcpStream(), buffer_, use_nothrow);
     if (ec) co_return false;
     if (!is_tls) {
-        ApiError error{400, "this port speaks TLS: use https://.", "invalid_request_error", "",
-                       "plain_http_on_tls_port"};
+        const ApiError error = ApiError::badRequest("this port speaks TLS: use https://.", "plain_http_on_tls_port");
         http::response<http::string_body> response{http::status::bad_request, 11};
         response.set(http::field::content_type, "application/json");
         response.set(http::field::connection, "close");
@@ -85,17 +94,7 @@ awaitable<void> ClientSession::run() {
     while (!worker_.stopping()) {
         if (co_await readRequest(parser) != ReadResult::request) break;
         ClientRequest request = parser->release();
-        AccessRecord record;
-        record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
-        record.method = request.method_string();
-        record.path = request.target().substr(0, request.target().find('?'));
-        record.bytes_in = request.body().size();
-        record_ = &record;
-        worker_.server().requestsInFlight().fetch_add(1, std::memory_order_relaxed);
-        bool keep_alive = co_await handle(request, record);
-        worker_.server().requestsInFlight().fetch_sub(1, std::memory_order_relaxed);
-        record_ = nullptr;
-        worker_.logAccess(record);
+        const bool keep_alive = co_await serve(request);
         idle_ = true;
         if (!keep_alive) break;
     }
@@ -124,18 +123,17 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         bool malformed = false;
         head_bytes = findHeaderEnd(bytes, malformed);
         if (malformed) {
-            ApiError refusal{400, "malformed request header: bare LF line ending.", "invalid_request_error", "", "bad_request"};
+            ApiError refusal = ApiError::badRequest("malformed request header: bare LF line ending.");
             co_return co_await refuseRequest(refusal);
         }
         if (head_bytes != 0 && head_bytes <= limits.max_header_bytes) break;
         if (head_bytes > limits.max_header_bytes || buffer_.size() > limits.max_header_bytes) {
-            ApiError refusal{431,
-                             "request header exceeds " + std::to_string(limits.max_header_bytes) + " bytes.",
-                             "invalid_request_error", "", "request_header_too_large"};
+            ApiError refusal =
+                ApiError::headerTooLarge("request header exceeds " + std::to_string(limits.max_header_bytes) + " bytes.");
             co_return co_await refuseRequest(refusal);
         }
         auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(8192), use_nothrow);
-        // A deadline closes the socket itself (beast::tcp_stream): the slow
+        // A deadline closes the socket itself (the worker's sweep, timed_socket.hpp): the slow
         // client is cut without an answer, as nginx does on client_header_timeout.
         if (ec) co_return ReadResult::closed;
         buffer_.commit(n);
@@ -144,17 +142,17 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
     std::string_view head(static_cast<const char*>(buffer_.data().data()), head_bytes);
     FramingVerdict framing = checkRequestFraming(head, {limits.max_header_bytes, limits.max_header_count});
     if (!framing.ok()) {
-        ApiError refusal{static_cast<unsigned>(framing.status), framing.message, "invalid_request_error", "",
-                         framing.status == 431 ? "request_header_too_large" : "bad_request"};
+        ApiError refusal = framing.status == 431 ? ApiError::headerTooLarge(framing.message)
+                                                 : ApiError::badRequest(framing.message);
+        refusal.http_status = static_cast<unsigned>(framing.status);
         co_return co_await refuseRequest(refusal);
     }
 
     if (framing.has_content_length && framing.content_length > limits.max_body_bytes) {
         // Refused from the header alone, before a body byte is read.
-        ApiError refusal{413,
-                         "request body is " + std::to_string(framing.content_length) + " bytes; the limit is " +
-                             std::to_string(limits.max_body_bytes) + " bytes.",
-                         "invalid_request_error", "", "request_too_large"};
+        ApiError refusal = ApiError::payloadTooLarge("request body is " + std::to_string(framing.content_length) +
+                                                     " bytes; the limit is " + std::to_string(limits.max_body_bytes) +
+                                                     " bytes.");
         co_return co_await refuseRequest(refusal);
     }
 
@@ -164,7 +162,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
     error_code ec;
     size_t used = parser->put(net::buffer(buffer_.data().data(), head_bytes), ec);
     if (ec || !parser->is_header_done()) {
-        ApiError refusal{400, "malformed request header: " + ec.message() + ".", "invalid_request_error", "", "bad_request"};
+        ApiError refusal = ApiError::badRequest("malformed request header: " + ec.message() + ".");
         co_return co_await refuseRequest(refusal);
     }
     buffer_.consume(used);
@@ -172,7 +170,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
     auto& req = parser->get();
     if (auto expect = req.find(http::field::expect); expect != req.end()) {
         if (!beast::iequals(expect->value(), "100-continue")) {
-            ApiError refusal{417, "only Expect: 100-continue is supported.", "invalid_request_error", "", "bad_request"};
+            ApiError refusal = ApiError::expectationFailed("only Expect: 100-continue is supported.");
             co_return co_await refuseRequest(refusal);
         }
         if (!parser->is_done()) {
@@ -193,16 +191,14 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
             rec = read_ec;
         }
         if (rec == http::error::body_limit) {
-            ApiError refusal{413,
-                             "request body exceeds the limit of " + std::to_string(limits.max_body_bytes) + " bytes.",
-                             "invalid_request_error", "", "request_too_large"};
+            ApiError refusal = ApiError::payloadTooLarge("request body exceeds the limit of " +
+                                                         std::to_string(limits.max_body_bytes) + " bytes.");
             co_return co_await refuseRequest(refusal);
         }
         if (rec == http::error::end_of_stream || rec == net::error::eof || rec == beast::error::timeout)
             co_return ReadResult::closed;
         if (rec) {
-            ApiError refusal{400, "malformed request body framing: " + rec.message() + ".", "invalid_request_error", "",
-                             "bad_request"};
+            ApiError refusal = ApiError::badRequest("malformed request body framing: " + rec.message() + ".");
             co_return co_await refuseRequest(refusal);
         }
     }
@@ -210,7 +206,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
 }
 
 awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError& error) {
-    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+    http::response<http::string_body> response{static_cast<http::status>(error.http_status), 11};
     response.set(http::field::content_type, "application/json");
     response.set(http::field::connection, "close");
     response.body() = error.body();
@@ -220,7 +216,7 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     // Refused before it was a request (framing, sizes): logged all the same.
     AccessRecord record;
     record.request_id = requestIdFor("", worker_.random());
-    record.status = error.status;
+    record.status = error.http_status;
     record.bytes_out = response.body().size();
     record.rejection = error.code;
     worker_.logAccess(record);
@@ -231,123 +227,84 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     co_return ReadResult::closed;
 }
 
-void ClientSession::releaseKeySlot() {
-    if (key_limiter_) key_limiter_->release(key_slot_name_);
-    key_limiter_.reset();
+awaitable<bool> ClientSession::serve(ClientRequest& request) {
+    AccessRecord record;
+    record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
+    record.method = std::string(clipUtf8(request.method_string(), 32));
+    record.path = std::string(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
+    record.bytes_in = request.body().size();
+    InFlight in_flight(worker_.server().requestsInFlight());
+    Server& server = worker_.server();
+    const conf::Config& config = server.config();
+    bool keep_alive = false;
+    bool failed = false;
+    std::string failure;
+    try {
+        RequestContext context{*this,  worker_, server, config, request, record, request.keep_alive() && !worker_.stopping(),
+                               config.metrics.enabled ? &server.metrics() : nullptr, std::nullopt, auth::KeyLease()};
+        request_ = &context;
+        keep_alive = co_await serveRequest(context);
+    } catch (const std::exception& e) {
+        failed = true;
+        failure = e.what();
+    } catch (...) {
+        failed = true;
+        failure = "unknown exception";
+    }
+    request_ = nullptr;
+    if (failed) keep_alive = co_await answerInternalError(record, failure);
+    worker_.logAccess(record);
+    co_return keep_alive;
+}
+
+awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const std::string& what) {
+    logLine(LogLevel::error, "request " + record.request_id + ": internal error: " + what);
+    if (worker_.server().config().metrics.enabled) worker_.server().metrics().internal_errors.inc();
+    record.rejection = "internal_error";
+    if (record.status != 0) {
+        // The answer had begun: the client learns of the failure from the
+        // connection closing before the answer is complete.
+        close();
+        co_return false;
+    }
+    const ApiError error = ApiError::internal("dpgate failed to answer this request (request " + record.request_id +
+                                              "); the failure is logged.");
+    http::response<http::string_body> response{http::status::internal_server_error, 11};
+    response.set(http::field::content_type, "application/json");
+    response.set("X-Request-ID", record.request_id);
+    response.keep_alive(false);
+    response.body() = error.body();
+    response.prepare_payload();
+    record.status = 500;
+    record.bytes_out = response.body().size();
+    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
+    co_await http::async_write(stream_, response, use_nothrow);
+    co_return false;
 }
 
 awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
     response.prepare_payload();
-    releaseKeySlot();  // a complete answer: see releaseKeySlot()
-    if (record_) {
-        record_->status = response.result_int();
-        record_->bytes_out = response.body().size();
+    if (request_) {
+        request_->key_lease.release();  // a complete answer: see KeyLease
+        request_->record.status = response.result_int();
+        request_->record.bytes_out = response.body().size();
     }
     stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
     co_return !ec;
 }
 
-http::response<http::string_body> ClientSession::errorResponse(const ApiError& error, const std::string& request_id,
-                                                                bool keep_alive) {
-    http::response<http::string_body> response{static_cast<http::status>(error.status), 11};
+awaitable<bool> ClientSession::writeError(const ApiError& error, bool keep_alive, http::field extra,
+                                          std::string_view extra_value) {
+    http::response<http::string_body> response{static_cast<http::status>(error.http_status), 11};
     response.set(http::field::content_type, "application/json");
-    response.set("X-Request-ID", request_id);
+    if (request_) {
+        response.set("X-Request-ID", request_->record.request_id);
+        request_->record.rejection = error.code;
+    }
+    if (extra != http::field::unknown) response.set(extra, extra_value);
     response.keep_alive(keep_alive);
     response.body() = error.body();
-    return response;
-}
-
-awaitable<bool> ClientSession::writeError(const ApiError& error, const std::string& request_id, bool keep_alive) {
-    http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
-    if (record_) record_->rejection = error.code;
-    co_return co_await writeResponse(response) && keep_alive;
-}
-
-awaitable<bool> ClientSession::handle(ClientRequest& request, AccessRecord& record) {
-    const std::string& request_id = record.request_id;
-    Server& server = worker_.server();
-    bool keep_alive = request.keep_alive() && !worker_.stopping();
-    std::string_view target = request.target();
-    std::string_view path = target.substr(0, target.find('?'));
-    bool is_get = request.method() == http::verb::get;
-
-    // The OpenAI API needs a key; /health answers monitors without one.
-    std::optional<auth::KeyInfo> key;
-    if (path.starts_with("/v1/")) {
-        std::string_view authorization = request[http::field::authorization];
-        std::shared_ptr<const auth::KeyStore> keys = server.keys();
-        key = keys->authenticate(authorization);
-        if (key) {
-            record.key_name = key->name;
-            record.key_hash = key->hash_prefix;
-        }
-        if (!key && (keys->required() || !authorization.empty())) {
-            ApiError error{401,
-                           authorization.empty()
-                               ? "You didn't provide an API key: send it as 'Authorization: Bearer <key>'."
-                               : "Incorrect API key provided.",
-                           "invalid_request_error", "", "invalid_api_key"};
-            http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
-            response.set(http::field::www_authenticate, "Bearer");
-            record.rejection = error.code;
-            co_return co_await writeResponse(response) && keep_alive;
-        }
-    }
-
-    if (path == "/v1/chat/completions" || path == "/v1/completions") {
-        if (request.method() != http::verb::post) {
-            ApiError error{405, "use POST for " + std::string(path) + ".", "invalid_request_error", "",
-                           "method_not_allowed"};
-            co_return co_await writeError(error, request_id, keep_alive);
-        }
-        // Per-key limits; the slot is held until the answer is relayed.
-        struct ReleaseKeySlot {
-            ClientSession& session;
-            ~ReleaseKeySlot() { session.releaseKeySlot(); }
-        } release_key_slot{*this};
-        if (key) {
-            uint64_t now_ms = uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(
-                                           std::chrono::steady_clock::now().time_since_epoch())
-                                           .count());
-            std::shared_ptr<auth::KeyLimiter> limiter = server.keyLimiter();
-            auth::RateDecision admission = limiter->tryAcquire(key->name, now_ms);
-            if (!admission.allowed) {
-                ApiError error{429, "Rate limit reached for key '" + key->name + "': " + std::string(admission.reason) + ".",
-                               "rate_limit_error", "", "rate_limit_exceeded"};
-                http::response<http::string_body> response = errorResponse(error, request_id, keep_alive);
-                response.set(http::field::retry_after, std::to_string(admission.retry_after_seconds));
-                record.rejection = error.code;
-                co_return co_await writeResponse(response) && keep_alive;
-            }
-            key_limiter_ = std::move(limiter);
-            key_slot_name_ = key->name;
-        }
-        Relay relay(*this, request, record, keep_alive, key ? &*key : nullptr);
-        co_return co_await relay.run();
-    }
-
-    http::response<http::string_body> response{http::status::ok, 11};
-    response.set(http::field::content_type, "application/json");
-    response.set("X-Request-ID", request_id);
-    response.keep_alive(keep_alive);
-    if (is_get && path == "/health") {
-        auto [status, body] = healthBody(server.backends());
-        response.result(status);
-        response.body() = std::move(body);
-    } else if (is_get && path == "/v1/models") {
-        response.body() = modelsBody(server.config().model, server.backends().publicWindow());
-    } else if (path == "/health" || path == "/v1/models") {
-        ApiError error{405, "use GET for " + std::string(path) + ".", "invalid_request_error", "",
-                                       "method_not_allowed"};
-        co_return co_await writeError(error, request_id, keep_alive);
-    } else {
-        ApiError error{404, "no route for " + std::string(request.method_string()) + " " +
-                                                std::string(path) + "; dpgate serves /v1/chat/completions, "
-                                                "/v1/completions, /v1/models and /health.",
-                                       "invalid_request_error", "", "not_found"};
-        co_return co_await writeError(error, request_id, keep_alive);
-    }
     co_return co_await writeResponse(response) && keep_alive;
 }
 

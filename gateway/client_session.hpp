@@ -6,15 +6,14 @@
 // GCC 12 destroys class-type temporaries inside a co_await expression twice
 // (a compiler bug, seen here as ASan's "free on address which was not
 // malloc()-ed"). Every coroutine in gateway/ names such values first:
-// `ApiError error{...}; co_await writeError(error, ...)`, never
-// `co_await writeError({...}, ...)`.
+// `ApiError error = ApiError::badRequest(...); co_await writeError(error, ...)`,
+// never `co_await writeError(ApiError::badRequest(...), ...)`.
 
 #include "gateway/access_log.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/client_stream.hpp"
 #include "gateway/net.hpp"
-#include "gateway/request_body.hpp"
-#include "gateway/auth/key_limiter.hpp"
+#include "gateway/request_context.hpp"
 
 #include <memory>
 #include <optional>
@@ -23,8 +22,6 @@
 namespace dpgate::gateway {
 
 class Worker;
-
-using ClientRequest = http::request<RequestBody>;
 
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
@@ -44,17 +41,15 @@ public:
     beast::flat_buffer& buffer() { return buffer_; }
     const std::string& peerAddress() const { return peer_address_; }
 
-    // Writes a complete small response; returns false when the write failed.
-    // The request's access record learns the status and body bytes (and,
-    // for writeError, the error code).
+    // Writes a complete small answer to the request in progress; returns
+    // false when the write failed. The key lease is released first (a client
+    // that sends its next request the moment it has the answer must find its
+    // slot free); the access record learns the status and body bytes.
     awaitable<bool> writeResponse(http::response<http::string_body>& response);
-    awaitable<bool> writeError(const ApiError& error, const std::string& request_id, bool keep_alive);
-    // Frees the request's per-key concurrency slot. Called just before the
-    // last bytes of an answer are written: a client that sends its next
-    // request the moment it has the answer must find the slot free.
-    void releaseKeySlot();
-    static http::response<http::string_body> errorResponse(const ApiError& error, const std::string& request_id,
-                                                           bool keep_alive);
+    // The same for an error (the record learns its code), with one extra
+    // header when `extra` is given. Returns written && keep_alive.
+    awaitable<bool> writeError(const ApiError& error, bool keep_alive, http::field extra = http::field::unknown,
+                               std::string_view extra_value = {});
 
 private:
     enum class ReadResult { request, closed };
@@ -66,16 +61,19 @@ private:
     awaitable<ReadResult> readRequest(std::optional<http::request_parser<RequestBody>>& parser);
     // Refuses a request the gateway did not fully read: the connection closes after.
     awaitable<ReadResult> refuseRequest(const ApiError& error);
-    awaitable<bool> handle(ClientRequest& request, AccessRecord& record);
+    // One request, start to end: the request path (request_path.hpp) inside
+    // the session's guarantees — any exception becomes a 500 (or a closed
+    // connection when the answer had begun), a log line, a metric and an
+    // access record.
+    awaitable<bool> serve(ClientRequest& request);
+    awaitable<bool> answerInternalError(AccessRecord& record, const std::string& what);
 
     Worker& worker_;
     ClientStream stream_;
     std::shared_ptr<net::ssl::context> tls_;  // kept while the connection lives
     beast::flat_buffer buffer_;
     std::string peer_address_;
-    AccessRecord* record_ = nullptr;  // the request being answered
-    std::shared_ptr<auth::KeyLimiter> key_limiter_;  // set while a request holds a key slot
-    std::string key_slot_name_;
+    RequestContext* request_ = nullptr;  // the request being answered
     bool idle_ = true;
 };
 

@@ -1,5 +1,7 @@
-// One proxied request: pick the backend, send the request upstream, relay the
-// response to the client as it arrives.
+// The transport of one proxied request: the request's bytes to a leased
+// (backend, rank), the answer's bytes back to the client as they arrive.
+// Deciding where it goes, retrying and accounting are the request path's
+// (request_path.hpp); the Relay is the UpstreamConnector it tries through.
 //
 // Streaming responses go chunk by chunk: a piece read from upstream is
 // written to the client before the next piece is read, through one bounded
@@ -9,9 +11,8 @@
 #pragma once
 
 #include "admission/verdict.hpp"
-#include "gateway/auth/key_store.hpp"
-#include "gateway/access_log.hpp"
-#include "gateway/client_session.hpp"
+#include "gateway/request_context.hpp"
+#include "gateway/upstream_connector.hpp"
 #include "gateway/upstream_pool.hpp"
 
 #include <array>
@@ -21,81 +22,55 @@
 
 namespace dpgate::gateway {
 
-class Relay {
+class Relay final : public UpstreamConnector {
 public:
-    // `key` is the client's authenticated key (null when auth is optional and
-    // none was sent); a trusted key may pin X-data-parallel-rank itself.
-    // `record` (the access-log line) learns the route, status, usage and timings.
-    Relay(ClientSession& session, ClientRequest& request, AccessRecord& record, bool keep_alive,
-          const auth::KeyInfo* key);
+    // `stream_usage_added`: dpgate asks upstream for the usage chunk
+    // (stream_options.include_usage) and cuts it out of what the client sees.
+    Relay(RequestContext& context, const admission::Admitted& admitted, bool stream_usage_added);
+    ~Relay() override;
 
-    // Records the request's outcome in the metrics (unless metrics are off).
-    ~Relay();
+    // From now until the relay ends, a client that hangs up (EOF or reset)
+    // closes the upstream connection at once, even during a prefill that
+    // has not produced a byte yet. Costs a coroutine and an epoll re-arm.
+    void watchClient();
 
-    // Returns whether the client connection may serve another request.
-    awaitable<bool> run();
+    awaitable<UpstreamAnswer> send(const SlotLease& slot) override;
+
+    // The answer the last send() got from `slot`, relayed to the client. The
+    // slot's prefill is over at the first body byte (or at the answer of a
+    // non-stream); the record learns route, status, bytes, timings and
+    // usage. Returns whether the client connection may serve another request.
+    awaitable<bool> relayAnswer(SlotLease& slot);
+    // The client's answer for a try that got none (failed or timed out).
+    awaitable<bool> answerFailure(const SlotLease& slot, const UpstreamAnswer& answer);
 
 private:
     struct ClientWatch;
     enum class Attempt { ok, retry_fresh, failed };
+    using Parser = http::response_parser<http::buffer_body>;
 
     // Serializes the upstream request head into upstream_head_ and points
-    // upstream_buffers_ at it and the body (with the max_tokens splice, if
-    // admission inserted one): the body is never copied.
-    void buildUpstreamRequest(size_t backend, uint32_t rank, const admission::Admitted& admitted);
-    awaitable<Attempt> exchange(UpstreamConnection& connection, http::response_parser<http::buffer_body>& parser,
-                                error_code& error);
-    awaitable<bool> relayResponse(std::unique_ptr<UpstreamConnection> connection,
-                                  http::response_parser<http::buffer_body>& parser, size_t backend, uint32_t rank);
+    // upstream_buffers_ at it and the body (with the splice admission and
+    // dpgate insert after the body's '{'): the body is never copied.
+    void buildUpstreamRequest(size_t backend, uint32_t rank);
+    awaitable<Attempt> exchange(UpstreamConnection& connection, Parser& parser, error_code& error);
     // A backend's error answer (>= 400, not a stream): read whole (it is
     // small) and sent in OpenAI's error shape.
-    awaitable<bool> relayErrorAnswer(std::unique_ptr<UpstreamConnection> connection,
-                                     http::response_parser<http::buffer_body>& parser, size_t backend);
+    awaitable<bool> relayErrorAnswer(SlotLease& slot);
     // The next piece of an upstream body into the parser's body buffer: what
     // connection.buffer already holds first, a read only when that gave no
     // body byte. need_buffer (the piece filled the buffer) is not an error.
-    awaitable<error_code> readBodyPiece(UpstreamConnection& connection,
-                                        http::response_parser<http::buffer_body>& parser);
-    static awaitable<void> watchClient(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
+    awaitable<error_code> readBodyPiece(UpstreamConnection& connection, Parser& parser);
+    // Gives the connection back to the pool when it can serve another request.
+    void releaseConnection(size_t backend, bool whole);
+    static awaitable<void> watch(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
 
-    ClientSession& session_;
-    ClientRequest& request_;
-    AccessRecord& record_;  // record_.status: what the client was answered; 0 = nothing (it left)
-    const std::string& request_id_;
-    bool keep_alive_;
-    const auth::KeyInfo* key_;
-    const bool metrics_on_;
-    // dpgate added stream_options.include_usage upstream: the usage chunk
-    // is removed from what the client sees.
-    bool stream_usage_added_ = false;
-    // dpgate's exact prompt count, for the answer's usage to be checked
-    // against (count_check.hpp); unset when admission cannot know it
-    // (Admitted::expected_usage_prompt_tokens).
-    std::optional<uint64_t> checked_prompt_tokens_;
+    RequestContext& c_;
+    const admission::Admitted& admitted_;
+    const bool stream_usage_added_;
     std::shared_ptr<ClientWatch> watch_;
-    // The prefill work this request puts on its slot (its prompt tokens not
-    // expected in cache there), from the moment it is sent until its prefill
-    // is over: the first body byte of a stream, the answer of a non-stream.
-    struct SlotLoad {
-        std::atomic<int64_t>* counter = nullptr;
-        int64_t amount = 0;
-        void hold(std::atomic<int64_t>& c, int64_t a) {
-            release();
-            counter = &c;
-            amount = a;
-            c.fetch_add(a, std::memory_order_relaxed);
-        }
-        void release() {
-            if (counter) counter->fetch_sub(amount, std::memory_order_relaxed);
-            counter = nullptr;
-        }
-        ~SlotLoad() { release(); }
-    } slot_load_;
-    // The work meter was charged `work_charged_` tokens on `work_slot_` (a
-    // load index) when the request was sent; the answer's usage corrects it.
-    size_t work_slot_ = SIZE_MAX;
-    double work_charged_ = 0;
-    const std::chrono::steady_clock::time_point started_ = std::chrono::steady_clock::now();
+    std::unique_ptr<UpstreamConnection> connection_;  // the last try's, while it has an answer
+    std::optional<Parser> parser_;
     std::string upstream_head_;
     std::string splice_;  // spliced after the body's '{': max_tokens and/or stream_options
     std::array<net::const_buffer, 4> upstream_buffers_;

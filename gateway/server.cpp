@@ -56,6 +56,7 @@ Server::Server(conf::Config config)
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
       key_limiter_(std::make_shared<auth::KeyLimiter>(config_.auth)),
       backends_(config_),
+      router_(backends_, config_),
       count_check_(metrics_, config_.backends) {
     idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
@@ -173,6 +174,7 @@ std::optional<std::string> Server::reload() {
     if (std::string key = restartOnlyChange(running, *next); !key.empty())
         return "conf: " + key + ": cannot change without a restart; the running config stays";
     backends_.applyReload(next->model.window_tokens, next->routing);
+    router_.applyReload(next->routing);
     std::atomic_store(&keys_, keys);
     std::atomic_store(&access_log_, access_log);
     std::atomic_store(&tls_, tls);

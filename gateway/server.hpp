@@ -12,6 +12,7 @@
 #include "gateway/count_check.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
+#include "gateway/router.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 
@@ -45,6 +46,8 @@ public:
     // why it was refused (the running config then stays).
     std::optional<std::string> reload();
     BackendRegistry& backends() { return backends_; }
+    // Where requests go and what they cost there (router.hpp).
+    Router& router() { return router_; }
     std::shared_ptr<const auth::KeyStore> keys() const { return std::atomic_load(&keys_); }
     // A request releases on the limiter it acquired from, even across a reload.
     std::shared_ptr<auth::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
@@ -80,6 +83,7 @@ private:
     metrics::GatewayMetrics metrics_;
     std::shared_ptr<auth::KeyLimiter> key_limiter_;
     BackendRegistry backends_;
+    Router router_;
     CountCheck count_check_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.

@@ -37,17 +37,23 @@ std::string openAiErrorBody(unsigned status, std::string_view body, const std::s
             return std::string(body);
         }
         if (parsed.contains("message"))
-            return answer({status, stringOr(parsed, "message", ""), stringOr(parsed, "type", "upstream_error"),
-                           stringOr(parsed, "param", ""), stringOr(parsed, "code", "")});
+            return answer(ApiError{.http_status = status,
+                                   .message = stringOr(parsed, "message", ""),
+                                   .type = stringOr(parsed, "type", "upstream_error"),
+                                   .param = stringOr(parsed, "param", ""),
+                                   .code = stringOr(parsed, "code", "")});
         // FastAPI's {"detail": "..."} for routes it rejects itself.
         if (auto detail = parsed.find("detail"); detail != parsed.end() && detail->is_string())
-            return answer({status, detail->get<std::string>(), "upstream_error", "", ""});
+            return answer(ApiError{.http_status = status, .message = detail->get<std::string>(),
+                                       .type = "upstream_error", .param = {}, .code = {}});
     }
     std::string text = parsed.is_discarded() ? excerpt(body) : std::string();
-    return answer({status,
-                   "backend '" + backend + "' answered " + std::to_string(status) +
-                       (text.empty() ? std::string(".") : ": " + text),
-                   "upstream_error", "", "backend_error"});
+    return answer(ApiError{.http_status = status,
+                           .message = "backend '" + backend + "' answered " + std::to_string(status) +
+                                      (text.empty() ? std::string(".") : ": " + text),
+                           .type = "upstream_error",
+                           .param = {},
+                           .code = "backend_error"});
 }
 
 }  // namespace dpgate::gateway

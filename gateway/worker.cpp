@@ -85,8 +85,7 @@ awaitable<void> Worker::acceptLoop() {
     }
 }
 
-const admission::AdmissionLimits& Worker::admissionLimits(uint64_t public_window) {
-    const conf::Config& config = server_.config();
+const admission::AdmissionLimits& Worker::admissionLimits(const conf::Config& config, uint64_t public_window) {
     if (&config != admission_limits_from_) {
         admission_limits_from_ = &config;
         admission_limits_.served_model_id = config.model.id;

@@ -34,8 +34,8 @@ public:
     UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
     std::mt19937_64& random() { return random_; }
     admission::Admitter& admitter() { return admitter_; }
-    // The admission limits with the window set to the current public window.
-    const admission::AdmissionLimits& admissionLimits(uint64_t public_window);
+    // The admission limits of `config` with the window set to the current public window.
+    const admission::AdmissionLimits& admissionLimits(const conf::Config& config, uint64_t public_window);
     bool stopping() const { return stopping_; }
 
     // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.

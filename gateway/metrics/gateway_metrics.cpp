@@ -61,6 +61,11 @@ GatewayMetrics::GatewayMetrics()
       upstream_retries(
           registry.counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")
               .with({})),
+      internal_errors(registry
+                          .counter("dpgate_internal_errors_total",
+                                   "Requests that failed inside dpgate (a bug): answered 500, or cut when the answer "
+                                   "had begun. Each is logged with its request id.")
+                          .with({})),
       flips(registry.counter("dpgate_flips_total", "Primary/standby flips performed.").with({})),
       public_window_tokens(
           registry.gauge("dpgate_public_window_tokens", "Context window advertised to clients, in tokens.").with({})),

@@ -32,6 +32,7 @@ struct GatewayMetrics {
     GaugeFamily& inflight_requests;         // dpgate_inflight_requests{backend,rank}
     GaugeFamily& backend_up;                // dpgate_backend_up{backend,role}
     Counter& upstream_retries;              // dpgate_upstream_retries_total
+    Counter& internal_errors;               // dpgate_internal_errors_total
     Counter& flips;                         // dpgate_flips_total
     Gauge& public_window_tokens;            // dpgate_public_window_tokens
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}

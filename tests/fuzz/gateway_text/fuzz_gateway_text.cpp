@@ -1,7 +1,10 @@
-// Untrusted bytes into the access-log line and into the rewrite of a
-// backend's error body. The contract: no crash, and the output is always
-// one valid JSON document (the log line: exactly one line).
+// Untrusted bytes into the access-log line, into the rewrite of a backend's
+// error body, and into the gateway's own error (ApiError, clipUtf8). The
+// contract: no crash, and the output is always one valid JSON document (the
+// log line: exactly one line); a clipped text is a prefix that ends on a
+// character boundary, and valid UTF-8 survives the error body unchanged.
 #include "gateway/access_log.hpp"
+#include "gateway/api_error.hpp"
 #include "gateway/upstream_error.hpp"
 
 #include <nlohmann/json.hpp>
@@ -33,5 +36,18 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string body = openAiErrorBody(status, input, "primary");
     nlohmann::json error = nlohmann::json::parse(body, nullptr, false);
     if (!error.is_object() || !error.contains("error")) std::abort();
+
+    // The gateway's own error, quoting the bytes whole and clipped.
+    const std::string_view clipped = dpgate::clipUtf8(input, cut);
+    if (clipped.size() > cut || input.substr(0, clipped.size()) != clipped) std::abort();
+    dpgate::ApiError own = dpgate::ApiError::badRequest(std::string(input), "bad_request", std::string(clipped));
+    nlohmann::json rendered = nlohmann::json::parse(own.json(), nullptr, false);
+    if (!rendered.is_object() || !rendered["error"]["message"].is_string()) std::abort();
+    // Valid UTF-8 in, the same text out. nlohmann's parser checks UTF-8; an
+    // input without backslashes that parses as a string body is UTF-8 with
+    // no quote and no control character.
+    const bool valid = input.find('\\') == std::string_view::npos &&
+                       !nlohmann::json::parse("\"" + std::string(input) + "\"", nullptr, false).is_discarded();
+    if (valid && rendered["error"]["message"].get<std::string>() != input) std::abort();
     return 0;
 }

@@ -1,0 +1,40 @@
+// What one request carries through its stages (request_path.hpp): where it
+// came from, the config it is served under, who is calling, and what it holds.
+#pragma once
+
+#include "conf/config.hpp"
+#include "gateway/access_log.hpp"
+#include "gateway/auth/key_lease.hpp"
+#include "gateway/auth/key_store.hpp"
+#include "gateway/request_body.hpp"
+
+#include <optional>
+
+namespace dpgate::metrics {
+class GatewayMetrics;
+}
+
+namespace dpgate::gateway {
+
+class ClientSession;
+class Server;
+class Worker;
+
+using ClientRequest = http::request<RequestBody>;
+
+struct RequestContext {
+    ClientSession& session;
+    Worker& worker;
+    Server& server;
+    // One config for the whole request: a reload while it runs changes
+    // nothing here (every loaded config stays alive, server.hpp).
+    const conf::Config& config;
+    ClientRequest& request;
+    AccessRecord& record;  // the access-log line; record.request_id names the request
+    bool keep_alive;
+    metrics::GatewayMetrics* metrics;  // null when metrics are off
+    std::optional<auth::KeyInfo> key;  // null: no key (auth not required) or not yet authenticated
+    auth::KeyLease key_lease;
+};
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,177 @@
+#include "gateway/request_path.hpp"
+
+#include "gateway/accounting.hpp"
+#include "gateway/admit_request.hpp"
+#include "gateway/caller.hpp"
+#include "gateway/client_session.hpp"
+#include "gateway/local_endpoints.hpp"
+#include "gateway/log.hpp"
+#include "gateway/relay.hpp"
+#include "gateway/retry.hpp"
+#include "gateway/server.hpp"
+#include "gateway/worker.hpp"
+#include "routing/affinity_key.hpp"
+
+#include <boost/beast/core/string.hpp>
+
+#include <charconv>
+#include <cstdlib>
+#include <stdexcept>
+
+namespace dpgate::gateway {
+
+namespace {
+
+// How much of a request's own text an error message quotes.
+constexpr size_t kQuotedBytes = 200;
+
+// Every turn of a conversation goes to the slot holding its prefix.
+uint64_t affinityOf(const RequestContext& c, const admission::Admitted& admitted) {
+    std::string_view session_key = c.request[c.config.routing.session_header];
+    return routing::affinityKey(
+               session_key.empty() ? std::nullopt : std::optional<std::string_view>(session_key),
+               admitted.has_prompt_cache_key ? std::optional<std::string_view>(admitted.prompt_cache_key)
+                                             : std::nullopt,
+               admitted.head_hash)
+        .key;
+}
+
+// Operators' smoke tests pin a rank ("X-data-parallel-rank: 0"); only a
+// trusted key may (the Router checks the backend has that rank).
+std::optional<uint32_t> pinnedRank(const RequestContext& c) {
+    if (!c.key || !c.key->trusted) return std::nullopt;
+    std::string_view pin = c.request[beast::string_view("X-data-parallel-rank")];
+    uint32_t rank = 0;
+    auto [end, ec] = std::from_chars(pin.data(), pin.data() + pin.size(), rank);
+    if (pin.empty() || ec != std::errc() || end != pin.data() + pin.size()) return std::nullopt;
+    return rank;
+}
+
+// Watching the client costs a coroutine and an epoll re-arm per request;
+// it pays where a hang-up would otherwise leave the backend working for
+// long: streams, and prompts whose prefill takes noticeable time.
+bool worthWatching(const admission::Admitted& admitted) {
+    constexpr uint64_t kWatchPromptTokens = 4096;
+    return admitted.stream || admitted.prompt_tokens >= kWatchPromptTokens;
+}
+
+awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
+    const bool is_get = c.request.method() == http::verb::get;
+    if (path == "/health" || path == "/v1/models") {
+        if (!is_get) {
+            ApiError error = ApiError::methodNotAllowed("use GET for " + std::string(path) + ".");
+            co_return co_await c.session.writeError(error, c.keep_alive);
+        }
+        http::response<http::string_body> response{http::status::ok, 11};
+        response.set(http::field::content_type, "application/json");
+        response.set("X-Request-ID", c.record.request_id);
+        response.keep_alive(c.keep_alive);
+        if (path == "/health") {
+            auto [status, body] = healthBody(c.server.backends());
+            response.result(status);
+            response.body() = std::move(body);
+        } else {
+            response.body() = modelsBody(c.config.model, c.server.backends().publicWindow());
+        }
+        co_return co_await c.session.writeResponse(response) && c.keep_alive;
+    }
+    ApiError error = ApiError::notFound(
+        "no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
+        std::string(clipUtf8(path, kQuotedBytes)) +
+        "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models and /health.");
+    co_return co_await c.session.writeError(error, c.keep_alive);
+}
+
+// Tests prove the session's last line of defence (any exception becomes a
+// 500, a log line, a metric and an access record) with a request that
+// throws: only in a process started with DPGATE_TEST_FAULTS=1.
+bool testFaultsEnabled() {
+    static const bool enabled = [] {
+        const char* value = std::getenv("DPGATE_TEST_FAULTS");
+        return value != nullptr && std::string_view(value) == "1";
+    }();
+    return enabled;
+}
+
+}  // namespace
+
+awaitable<bool> serveRequest(RequestContext& c) {
+    std::string_view target = c.request.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    if (testFaultsEnabled() && c.request[beast::string_view("X-Dpgate-Test-Fault")] == "throw")
+        throw std::runtime_error("test fault: X-Dpgate-Test-Fault: throw");
+
+    // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
+    if (path.starts_with("/v1/")) {
+        Authentication who = authenticate(*c.server.keys(), c.request[http::field::authorization]);
+        if (who.refusal)
+            co_return co_await c.session.writeError(*who.refusal, c.keep_alive, http::field::www_authenticate, "Bearer");
+        c.key = std::move(who.key);
+        if (c.key) {
+            c.record.key_name = c.key->name;
+            c.record.key_hash = c.key->hash_prefix;
+        }
+    }
+    if (path != "/v1/chat/completions" && path != "/v1/completions") co_return co_await answerLocally(c, path);
+    if (c.request.method() != http::verb::post) {
+        ApiError error = ApiError::methodNotAllowed("use POST for " + std::string(path) + ".");
+        co_return co_await c.session.writeError(error, c.keep_alive);
+    }
+
+    // 2. How much they may: a slot of the key's limits, held until the answer is out.
+    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, std::chrono::steady_clock::now());
+    if (leased.refusal) {
+        const std::string retry_after = std::to_string(leased.retry_after_seconds);
+        co_return co_await c.session.writeError(*leased.refusal, c.keep_alive, http::field::retry_after, retry_after);
+    }
+    c.key_lease = std::move(leased.lease);
+    RequestOutcome outcome(c);
+
+    // 3. Admit: what cannot succeed is refused here.
+    admission::Verdict verdict = admitRequest(c);
+    if (auto* refused = std::get_if<admission::Refused>(&verdict))
+        co_return co_await c.session.writeError(*refused, c.keep_alive);
+    const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
+
+    // 4. Plan the route: the conversation's slot first, then where it goes
+    // when that slot is overloaded or fails.
+    Router& router = c.server.router();
+    const RoutePlan plan = router.plan(affinityOf(c, admitted), double(admitted.prompt_tokens));
+    if (plan.empty()) {
+        ApiError error =
+            ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable");
+        co_return co_await c.session.writeError(error, c.keep_alive);
+    }
+
+    // 5. Forward with retry, through the Relay. Tokens of every stream are
+    // counted: a client that did not ask for the usage chunk gets the stream
+    // without it.
+    const bool stream_usage_added = admitted.stream && !admitted.has_stream_options && c.config.metrics.stream_usage;
+    Relay relay(c, admitted, stream_usage_added);
+    if (worthWatching(admitted)) relay.watchClient();
+    const std::optional<uint32_t> pin = pinnedRank(c);
+    const RetryObserver on_retry = [&c](const SlotLease& failed, const std::string& why, const SlotLease& next) {
+        if (c.metrics) c.metrics->upstream_retries.inc();
+        ++c.record.retries;
+        logLine(LogLevel::warn, "request " + c.record.request_id + ": backend " + failed.backendName() + " rank " +
+                                    std::to_string(failed.rank()) + " " + why + "; retrying on " +
+                                    next.backendName() + " rank " + std::to_string(next.rank()));
+    };
+    Forwarded forwarded = co_await forwardWithRetry(router, plan, pin, relay, on_retry);
+    switch (forwarded.answer.kind) {
+        case UpstreamAnswer::Kind::client_gone:
+            co_return false;
+        case UpstreamAnswer::Kind::failed:
+        case UpstreamAnswer::Kind::timed_out:
+            co_return co_await relay.answerFailure(forwarded.lease, forwarded.answer);
+        case UpstreamAnswer::Kind::answered:
+            break;
+    }
+    const bool keep_alive = co_await relay.relayAnswer(forwarded.lease);
+
+    // 6. Account.
+    accountAnswer(c, forwarded.lease, admitted);
+    co_return keep_alive;
+}
+
+}  // namespace dpgate::gateway

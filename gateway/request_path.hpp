@@ -1,0 +1,21 @@
+// One request's story, stage by stage (README.md, "The request path"):
+//
+//   authenticate        caller.hpp         who is calling (every /v1/ path)
+//   lease the key       caller.hpp         a slot of the key's limits, held until the answer is out
+//   admit               admit_request.hpp  what cannot succeed is refused before any backend sees it
+//   plan the route      router.hpp         the slots in preference order for this conversation
+//   forward with retry  retry.hpp          one try and one retry through the Relay (relay.hpp)
+//   account             accounting.hpp     what the answer's usage teaches
+//
+// Paths that are not completions (/health, /v1/models) are answered here.
+#pragma once
+
+#include "gateway/net.hpp"
+#include "gateway/request_context.hpp"
+
+namespace dpgate::gateway {
+
+// Returns whether the client connection may serve another request.
+awaitable<bool> serveRequest(RequestContext& c);
+
+}  // namespace dpgate::gateway
