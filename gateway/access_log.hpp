@@ -38,6 +38,9 @@ struct AccessRecord {
     uint64_t bytes_in = 0;     // request body
     uint64_t bytes_out = 0;    // response body as relayed
     uint32_t retries = 0;
+    // The side that went away mid-stream ("client", "upstream"); null when
+    // the answer was whole. Counted in metrics, not printed.
+    const char* stream_abort = nullptr;
     std::string rejection;  // the error code of a refusal (context_length_exceeded, invalid_api_key, ...)
     // dpgate's prompt count and the backend's usage.prompt_tokens, when they
     // differ (count_check.hpp); the line has no count_mismatch when they agree.

@@ -26,9 +26,13 @@ void accountAnswer(RequestContext& c, SlotLease& lease, const admission::Admitte
 
 RequestOutcome::~RequestOutcome() {
     if (!c_.metrics) return;
-    c_.worker.requestCounter(c_.record.path, c_.record.status).inc();
-    c_.metrics->request_duration_seconds.observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - c_.record.started).count());
+    metrics::GatewayMetrics& m = *c_.metrics;
+    const AccessRecord& r = c_.record;
+    c_.worker.requestCounter(r.path, r.status).inc();
+    m.request_duration_seconds.observe(std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count());
+    if (r.ttfb_seconds >= 0) m.time_to_first_byte_seconds.observe(r.ttfb_seconds);
+    if (r.retries > 0) m.upstream_retries.inc(r.retries);
+    if (r.stream_abort) m.stream_aborts.with({r.stream_abort}).inc();
 }
 
 }  // namespace dpgate::gateway

@@ -1,7 +1,8 @@
 // The last stage: what a relayed answer taught. The backend's usage checks
 // dpgate's prompt count (count_check.hpp), corrects the slot's work charge
-// and feeds the per-slot token counters; the request's counter and duration
-// are recorded once it has ended, however it ended.
+// and feeds the per-slot token counters. The request's metrics (counter,
+// duration, time to first byte, retries, stream aborts) are recorded from
+// its access record once it has ended, however it ended.
 #pragma once
 
 #include "admission/verdict.hpp"

@@ -251,8 +251,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     UpstreamConnection& connection = *connection_;
     auto& upstream = parser.get();
     ClientStream& client = c_.session.stream();
-    metrics::GatewayMetrics* m = c_.metrics;
-    GaugeInFlight inflight{m ? c_.worker.slotMetrics(backend, rank).inflight : nullptr};
+    GaugeInFlight inflight{c_.metrics ? c_.worker.slotMetrics(backend, rank).inflight : nullptr};
     c_.record.backend = backend_name;
     c_.record.rank = int(rank);
     c_.record.status = upstream.result_int();
@@ -300,7 +299,6 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         recorded = true;
         c_.record.ttfb_seconds =
             std::chrono::duration<double>(std::chrono::steady_clock::now() - c_.record.started).count();
-        if (m) m->time_to_first_byte_seconds.observe(c_.record.ttfb_seconds);
     };
 
     struct Buffer {
@@ -331,11 +329,11 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         size_t got = chunk_bytes - upstream.body().size;
         if (rec) {
             if (watch_ && watch_->client_gone) {
-                if (m) m->stream_aborts.with({"client"}).inc();
+                c_.record.stream_abort = "client";
                 co_return false;
             }
             const bool header_sent = framing.headSent();
-            if (header_sent && m) m->stream_aborts.with({"upstream"}).inc();
+            if (header_sent) c_.record.stream_abort = "upstream";
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
                                   : rec.message();
@@ -384,7 +382,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         auto [wec, wn] = co_await net::async_write(client, framing.next(piece, last), use_nothrow);
         if (wec) {
             // The client left or stopped draining: drop the upstream too.
-            if (m) m->stream_aborts.with({"client"}).inc();
+            c_.record.stream_abort = "client";
             co_return false;
         }
         c_.record.bytes_out += piece.size();

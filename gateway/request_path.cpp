@@ -151,7 +151,6 @@ awaitable<bool> serveRequest(RequestContext& c) {
     if (worthWatching(admitted)) relay.watchClient();
     const std::optional<uint32_t> pin = pinnedRank(c);
     const RetryObserver on_retry = [&c](const SlotLease& failed, const std::string& why, const SlotLease& next) {
-        if (c.metrics) c.metrics->upstream_retries.inc();
         ++c.record.retries;
         logLine(LogLevel::warn, "request " + c.record.request_id + ": backend " + failed.backendName() + " rank " +
                                     std::to_string(failed.rank()) + " " + why + "; retrying on " +
