@@ -2,7 +2,7 @@
 
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/log.hpp"
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 #include "gateway/parse_buffered.hpp"
 #include "gateway/response_framing.hpp"
 #include "routing/affinity_key.hpp"
@@ -435,7 +435,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
     // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
     // is cut out of a re-chunked stream (a Content-Length stream cannot
     // change length, so it is only observed).
-    metrics::SseUsageParser stream_usage;
+    SseUsageParser stream_usage;
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
@@ -554,7 +554,7 @@ awaitable<bool> Relay::relayResponse(std::unique_ptr<UpstreamConnection> connect
         if (!filter_usage) stream_usage.finish();
         record_.usage = stream_usage.usage();
     } else {
-        record_.usage = metrics::parseUsageJson(answer_copy);
+        record_.usage = parseUsageJson(answer_copy);
     }
     if (record_.usage && checked_prompt_tokens_)
         record_.count_mismatch = worker.server().countCheck().compare(
