@@ -9,7 +9,7 @@
 // request and lines from threads never interleave.
 #pragma once
 
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -33,7 +33,7 @@ struct AccessRecord {
     unsigned status = 0;  // 0: the client left before an answer
     bool stream = false;
     uint32_t images = 0;
-    std::optional<metrics::Usage> usage;
+    std::optional<Usage> usage;
     double ttfb_seconds = -1;  // < 0: no byte was sent
     uint64_t bytes_in = 0;     // request body
     uint64_t bytes_out = 0;    // response body as relayed

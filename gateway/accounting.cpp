@@ -10,7 +10,7 @@ namespace dpgate::gateway {
 
 void accountAnswer(RequestContext& c, SlotLease& lease, const admission::Admitted& admitted) {
     if (!c.record.usage) return;
-    const metrics::Usage& usage = *c.record.usage;
+    const Usage& usage = *c.record.usage;
     if (admitted.expected_usage_prompt_tokens)
         c.record.count_mismatch = c.server.countCheck().compare(lease.backend(), lease.rank(), c.record.request_id,
                                                                 *admitted.expected_usage_prompt_tokens,

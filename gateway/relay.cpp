@@ -4,10 +4,10 @@
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/in_flight.hpp"
 #include "gateway/log.hpp"
-#include "gateway/metrics/usage_parser.hpp"
 #include "gateway/parse_buffered.hpp"
 #include "gateway/response_framing.hpp"
 #include "gateway/server.hpp"
+#include "gateway/stream_usage.hpp"
 #include "gateway/upstream_error.hpp"
 #include "gateway/worker.hpp"
 
@@ -289,7 +289,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
     // is cut out of a re-chunked stream (a Content-Length stream cannot
     // change length, so it is only observed).
-    metrics::SseUsageParser stream_usage;
+    SseUsageParser stream_usage;
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
@@ -408,7 +408,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         if (!filter_usage) stream_usage.finish();
         c_.record.usage = stream_usage.usage();
     } else {
-        c_.record.usage = metrics::parseUsageJson(answer_copy);
+        c_.record.usage = parseUsageJson(answer_copy);
     }
     releaseConnection(backend, true);
     co_return !fec && c_.keep_alive;

@@ -33,7 +33,7 @@ void SlotLease::prefillDone() {
     queued_ = 0;
 }
 
-void SlotLease::answered(const metrics::Usage& usage) {
+void SlotLease::answered(const Usage& usage) {
     if (!router_) return;
     const double computed = double(usage.prompt_tokens) - double(usage.cached_prompt_tokens);
     router_->work_meter_.add(load_index_, computed - work_charged_, nowSeconds());

@@ -11,7 +11,7 @@
 #pragma once
 
 #include "gateway/backend_registry.hpp"
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 #include "routing/cache_estimate.hpp"
 #include "routing/work_meter.hpp"
 
@@ -55,7 +55,7 @@ public:
     void prefillDone();
     // What the rank really computed (prompt minus cached tokens) replaces
     // what the lease expected in the work meter.
-    void answered(const metrics::Usage& usage);
+    void answered(const Usage& usage);
     // The try failed before an answer: load and work charge both taken back.
     void abandon();
 

@@ -12,7 +12,7 @@
 //
 //   build/bin/dpgate-bench-metrics [iterations_per_thread]
 #include "gateway/metrics/gateway_metrics.hpp"
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -76,7 +76,7 @@ int main(int argc, char** argv) {
     GatewayMetrics metrics;
     volatile uint64_t sink = 0;
     auto record = [&](unsigned i) { recordOneRequest(metrics, i); };
-    auto parse = [&](unsigned) { sink = sink + dpgate::metrics::parseUsageJson(kAnswer)->prompt_tokens; };
+    auto parse = [&](unsigned) { sink = sink + dpgate::gateway::parseUsageJson(kAnswer)->prompt_tokens; };
 
     std::printf("per request, best of 7 runs of %u iterations per thread (wall ns per iteration per thread)\n",
                 iterations);

@@ -2,14 +2,14 @@
 // chunking and an event cap; the rest is the upstream stream (or body). The
 // contract: no crash, no exception, and the result does not depend on where
 // the relay's reads happened to cut the stream.
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
-using dpgate::metrics::SseUsageParser;
+using dpgate::gateway::SseUsageParser;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2) return 0;
@@ -18,9 +18,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t cap = (data[1] & 1) ? 64 + data[1] : SseUsageParser::kDefaultMaxEventBytes;
     const std::string_view input(reinterpret_cast<const char*>(data) + 2, size - 2);
 
-    (void)dpgate::metrics::parseUsageJson(input);
-    (void)dpgate::metrics::isUsageOnlyChunk(input);
-    (void)dpgate::metrics::sseEventData(input);
+    (void)dpgate::gateway::parseUsageJson(input);
+    (void)dpgate::gateway::isUsageOnlyChunk(input);
+    (void)dpgate::gateway::sseEventData(input);
 
     // Reference: the whole stream in one feed.
     SseUsageParser whole(cap);

@@ -25,7 +25,7 @@ AccessRecord relayed() {
     r.status = 200;
     r.stream = true;
     r.images = 2;
-    r.usage = metrics::Usage{1200, 30, 1024};
+    r.usage = Usage{1200, 30, 1024};
     r.ttfb_seconds = 0.0125;
     r.bytes_in = 4096;
     r.bytes_out = 900;

@@ -217,7 +217,7 @@ TEST(SlotLease, TheAnswersUsageCorrectsTheWorkCharge) {
     const RoutePlan plan = f.router.plan(9, 1000);
     SlotLease lease = f.router.lease(plan, 0);
     EXPECT_NEAR(f.workEverywhere(), 1000, 0.1);  // the meter decays over its window
-    metrics::Usage usage;
+    Usage usage;
     usage.prompt_tokens = 1000;
     usage.cached_prompt_tokens = 600;
     lease.answered(usage);

@@ -1,6 +1,9 @@
 // Reads OpenAI-style `usage` from upstream responses so tokens can be
 // counted per slot: from a whole non-stream JSON body, or incrementally from
-// an SSE stream fed in arbitrary chunks. Pure (bytes in, facts out), never
+// an SSE stream fed in arbitrary chunks, cutting out of the stream the
+// usage-only chunk dpgate itself asked for. Beside the relay because it
+// changes what the client receives; pure (bytes in, facts out, no Asio) so
+// unit tests and the fuzz build link it alone (dpgate_stream_usage). Never
 // throws on input: malformed JSON or framing just yields no usage.
 #pragma once
 
@@ -10,7 +13,7 @@
 #include <string>
 #include <string_view>
 
-namespace dpgate::metrics {
+namespace dpgate::gateway {
 
 struct Usage {
     uint64_t prompt_tokens = 0;
@@ -20,8 +23,12 @@ struct Usage {
 };
 
 // The `usage` object of a JSON document (a non-stream response, or one SSE
-// event's data). Present when `usage` is an object holding prompt_tokens or
-// completion_tokens as non-negative integers; a missing field reads as 0.
+// event's data). Present when the top-level `usage` is an object holding
+// prompt_tokens or completion_tokens as non-negative integers; a missing
+// field reads as 0. A repeated key counts its last value, as a DOM parse
+// does. The usage object is checked as strictly as a DOM parse; the rest of
+// the document only as far as simdjson On Demand reads it (UTF-8, control
+// characters, one whole object), as the answer's text is not ours to check.
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept;
 
 // True for the extra chunk `stream_options.include_usage` adds at the end:
@@ -72,16 +79,16 @@ private:
     bool onEvent(std::string_view event, bool filtering);
 
     size_t max_event_bytes_;
-    std::string event_;           // current event's raw bytes, terminators included
-    size_t line_bytes_ = 0;       // bytes in the current line before its terminator
-    bool pending_cr_ = false;     // last byte was CR: a following LF is part of it
-    bool overflowed_ = false;     // current event exceeded the cap: pass it through
-    bool cr_ended_event_ = false; // that CR was the blank line ending an event
-    bool last_dropped_ = false;   // the event that just ended was dropped (its CRLF's LF too)
+    std::string event_;            // current event's raw bytes, terminators included
+    size_t line_bytes_ = 0;        // bytes in the current line before its terminator
+    bool pending_cr_ = false;      // last byte was CR: a following LF is part of it
+    bool overflowed_ = false;      // current event exceeded the cap: pass it through
+    bool cr_ended_event_ = false;  // that CR was the blank line ending an event
+    bool last_dropped_ = false;    // the event that just ended was dropped (its CRLF's LF too)
     std::optional<Usage> usage_;
     bool saw_usage_only_ = false;
     bool saw_done_ = false;
     size_t dropped_events_ = 0;
 };
 
-}  // namespace dpgate::metrics
+}  // namespace dpgate::gateway

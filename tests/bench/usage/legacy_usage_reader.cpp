@@ -1,12 +1,16 @@
-#include "gateway/metrics/usage_parser.hpp"
+// The usage reader as it was before issue 15 (gateway/metrics/usage_parser.cpp
+// at 23b3dab): a hand-written JSON grammar for a non-stream answer's usage
+// object, nlohmann for SSE events. Kept only as usage_reader_bench's peer;
+// nothing in the gateway links it.
+#include "legacy_usage_reader.hpp"
 
 #include <nlohmann/json.hpp>
 
 #include <cctype>
-#include <cstring>
 #include <charconv>
+#include <cstring>
 
-namespace dpgate::metrics {
+namespace dpgate::bench::legacy {
 namespace {
 
 using Json = nlohmann::json;
@@ -39,7 +43,8 @@ std::optional<Usage> usageOf(const Json& doc) {
     u.prompt_tokens = prompt.value_or(0);
     u.completion_tokens = completion.value_or(0);
     auto details = it->find("prompt_tokens_details");
-    if (details != it->end() && details->is_object()) u.cached_prompt_tokens = tokenCount(*details, "cached_tokens").value_or(0);
+    if (details != it->end() && details->is_object())
+        u.cached_prompt_tokens = tokenCount(*details, "cached_tokens").value_or(0);
     return u;
 }
 
@@ -48,7 +53,9 @@ bool isUsageOnly(const Json& doc) {
     return choices != doc.end() && choices->is_array() && choices->empty() && usageOf(doc).has_value();
 }
 
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
+bool isSpace(char c) {
+    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
+}
 
 // Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
 // not parsed: only a `"usage"` key whose value starts with '{' can matter.
@@ -236,12 +243,18 @@ private:
 
     bool value(int depth) {
         switch (peek()) {
-            case '{': return object(depth + 1, [&](std::string_view) { return value(depth + 1); });
-            case '[': return array(depth + 1);
-            case '"': return string(nullptr);
-            case 't': return literal("true");
-            case 'f': return literal("false");
-            case 'n': return literal("null");
+            case '{':
+                return object(depth + 1, [&](std::string_view) { return value(depth + 1); });
+            case '[':
+                return array(depth + 1);
+            case '"':
+                return string(nullptr);
+            case 't':
+                return literal("true");
+            case 'f':
+                return literal("false");
+            case 'n':
+                return literal("null");
             default: {
                 bool integral = false;
                 return number(integral);
@@ -369,8 +382,10 @@ std::string sseEventData(std::string_view event) {
         // Skip the terminator: CRLF counts as one.
         pos = end;
         if (pos < event.size() && event[pos] == '\r') ++pos;
-        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n') ++pos;
-        else if (end < event.size() && event[end] == '\n') ++pos;
+        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n')
+            ++pos;
+        else if (end < event.size() && event[end] == '\n')
+            ++pos;
 
         if (!line.starts_with("data")) continue;
         std::string_view value;
@@ -414,9 +429,13 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
     return false;
 }
 
-void SseUsageParser::observe(std::string_view bytes) { feed(bytes, nullptr); }
+void SseUsageParser::observe(std::string_view bytes) {
+    feed(bytes, nullptr);
+}
 
-void SseUsageParser::filter(std::string_view bytes, std::string& forward) { feed(bytes, &forward); }
+void SseUsageParser::filter(std::string_view bytes, std::string& forward) {
+    feed(bytes, &forward);
+}
 
 void SseUsageParser::feed(std::string_view bytes, std::string* forward) {
     const bool filtering = forward != nullptr;
@@ -499,4 +518,4 @@ void SseUsageParser::finish(std::string* forward) {
     overflowed_ = false;
 }
 
-}  // namespace dpgate::metrics
+}  // namespace dpgate::bench::legacy

@@ -1,4 +1,4 @@
-#include "gateway/metrics/usage_parser.hpp"
+#include "gateway/stream_usage.hpp"
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-namespace dpgate::metrics {
+namespace dpgate::gateway {
 namespace {
 
 const std::string kChunk1 =
@@ -28,8 +28,12 @@ const std::string kDone = "data: [DONE]\n\n";
 
 const Usage kExpected{.prompt_tokens = 1200, .completion_tokens = 42, .cached_prompt_tokens = 1024};
 
-std::string stream() { return kChunk1 + kChunk2 + kChunkStop + kUsageChunk + kDone; }
-std::string streamWithoutUsage() { return kChunk1 + kChunk2 + kChunkStop + kDone; }
+std::string stream() {
+    return kChunk1 + kChunk2 + kChunkStop + kUsageChunk + kDone;
+}
+std::string streamWithoutUsage() {
+    return kChunk1 + kChunk2 + kChunkStop + kDone;
+}
 
 std::string toCrlf(const std::string& s) {
     std::string out;
@@ -156,7 +160,8 @@ TEST(SseUsageParser, MultiLineDataIsJoined) {
 TEST(SseUsageParser, NullUsageShortcutDoesNotHideARealUsage) {
     // The fast path skips events whose every "usage" is null; spacing and a
     // nested null usage must not make it skip a real one.
-    const std::string spaced = "data: {\"choices\" : [ ], \"usage\" :\t{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n";
+    const std::string spaced =
+        "data: {\"choices\" : [ ], \"usage\" :\t{\"prompt_tokens\":3,\"completion_tokens\":1}}\n\n";
     const std::string nested =
         "data: {\"meta\":{\"usage\":null},\"choices\":[],\"usage\":{\"prompt_tokens\":4,\"completion_tokens\":2}}\n\n";
     SseUsageParser p;
@@ -228,25 +233,141 @@ TEST(SseUsageParser, OversizedEventPassesThroughUnparsedWithBoundedMemory) {
     EXPECT_EQ(p.usage(), kExpected);
 }
 
+// What the simdjson reader (issue 15) reads as a DOM parse does, where the
+// hand grammar before it took shortcuts: the last of repeated keys at every
+// level, counts only from non-negative integers that fit in 64 bits.
+TEST(ParseUsageJson, CountsOnlyNonNegativeIntegersThatFit) {
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":18446744073709551616,"completion_tokens":2}})"),
+              (Usage{0, 2, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":-9223372036854775809,"completion_tokens":2}})"),
+              (Usage{0, 2, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":-5,"completion_tokens":2}})"), (Usage{0, 2, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":12.0,"completion_tokens":3}})"), (Usage{0, 3, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":1e2,"completion_tokens":3}})"), (Usage{0, 3, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":-0,"completion_tokens":3}})"), (Usage{0, 3, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":9223372036854775808}})"),
+              (Usage{9223372036854775808u, 0, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2.5}}})"),
+              (Usage{3, 0, 0}));
+    // Not a number at all: valid JSON, no count.
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":true,"completion_tokens":{"n":1}}})"), std::nullopt);
+}
+
+TEST(ParseUsageJson, MalformedNumbersInTheUsageObjectCountNothing) {
+    for (const char* text :
+         {R"({"usage":{"prompt_tokens":-,"completion_tokens":1}})", R"({"usage":{"prompt_tokens":1x}})",
+          R"({"usage":{"prompt_tokens":1,"completion_tokens":--1}})", R"({"usage":{"prompt_tokens":1,"x":.5}})",
+          // A JSON number simdjson cannot hold as a double: refused, where a
+          // DOM parse reads infinity. No backend sends one in usage.
+          R"({"usage":{"prompt_tokens":1,"x":1e400}})"}) {
+        EXPECT_EQ(parseUsageJson(text), std::nullopt) << text;
+    }
+}
+
+TEST(ParseUsageJson, UsageNestedInChoicesDoesNotCount) {
+    EXPECT_EQ(parseUsageJson(R"({"choices":[{"index":0,"usage":{"prompt_tokens":7,"completion_tokens":1}}]})"),
+              std::nullopt);
+    EXPECT_EQ(parseUsageJson(R"({"meta":{"usage":{"prompt_tokens":7}},"usage":{"completion_tokens":1}})"),
+              (Usage{0, 1, 0}));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"x":{"usage":{"prompt_tokens":1}}})"));
+}
+
+TEST(ParseUsageJson, RepeatedKeysCountTheirLastValue) {
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}})"), (Usage{2, 0, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":1},"usage":null})"), std::nullopt);
+    EXPECT_EQ(parseUsageJson(R"({"usage":null,"usage":{"completion_tokens":4}})"), (Usage{0, 4, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":1,"prompt_tokens":"2"}})"), std::nullopt);
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":5},)"
+                             R"("prompt_tokens_details":null}})"),
+              (Usage{9, 0, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":5,)"
+                             R"("cached_tokens":6}}})"),
+              (Usage{9, 0, 6}));
+    EXPECT_TRUE(isUsageOnlyChunk(R"({"choices":[{"index":0}],"choices":[],"usage":{"prompt_tokens":1}})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"choices":[{"index":0}],"usage":{"prompt_tokens":1}})"));
+}
+
+TEST(ParseUsageJson, NullOrNonObjectUsageGivesNothing) {
+    for (const char* text : {R"({"usage":null})", R"({"usage":0})", R"({"usage":"{}"})", R"({"usage":[]})",
+                             R"({"choices":[],"usage":null})", R"({"choices":[],"usage":{}})"}) {
+        EXPECT_EQ(parseUsageJson(text), std::nullopt) << text;
+        EXPECT_FALSE(isUsageOnlyChunk(text)) << text;
+    }
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":{},"usage":{"prompt_tokens":1}})"));
+    EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":null,"usage":{"prompt_tokens":1}})"));
+}
+
+TEST(ParseUsageJson, KeysInsideUsageAreReadDecoded) {
+    // A DOM parse decodes keys; the top-level "usage" itself must be spelled
+    // plainly, as the cheap pre-check looks for those bytes.
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt\u005ftokens":5}})"), (Usage{5, 0, 0}));
+    EXPECT_EQ(parseUsageJson(R"({"us\u0061ge":{"prompt_tokens":5}})"), std::nullopt);
+}
+
+TEST(ParseUsageJson, WholeDocumentMustBeOneObject) {
+    const std::string usage = R"({"usage":{"prompt_tokens":5,"completion_tokens":1}})";
+    EXPECT_EQ(parseUsageJson(usage + " \r\n\t"), (Usage{5, 1, 0}));
+    EXPECT_EQ(parseUsageJson(" " + usage), (Usage{5, 1, 0}));
+    for (const std::string& text : {usage + "{}", usage + " x", usage + "}", "[" + usage + "]",
+                                    usage.substr(0, usage.size() - 1), R"({"choices":[)" + usage.substr(1)}) {
+        EXPECT_EQ(parseUsageJson(text), std::nullopt) << text;
+    }
+}
+
+TEST(ParseUsageJson, TextThatIsNotJsonAnywhereGivesNothing) {
+    // simdjson checks UTF-8 and unescaped control characters over the whole
+    // document: an answer with either counts nothing.
+    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"\xc3\x28\"}],\"usage\":{\"prompt_tokens\":5}}"), std::nullopt);
+    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"a\x01\"}],\"usage\":{\"prompt_tokens\":5}}"), std::nullopt);
+    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"\xc3\xa9\xf0\x9f\x99\x82\"}],\"usage\":{\"prompt_tokens\":5}}"),
+              (Usage{5, 0, 0}));
+}
+
+TEST(ParseUsageJson, DeepNestingNeverCrashes) {
+    const std::string deep_choices =
+        R"({"choices":)" + std::string(100000, '[') + std::string(100000, ']') + R"(,"usage":{"prompt_tokens":5}})";
+    // Skipped members are stepped over by counting brackets, not recursed into.
+    EXPECT_EQ(parseUsageJson(deep_choices), (Usage{5, 0, 0}));
+    std::string deep_usage = R"({"usage":{"prompt_tokens":5,"x":)";
+    deep_usage += std::string(200, '[') + std::string(200, ']') + "}}";
+    EXPECT_EQ(parseUsageJson(deep_usage), std::nullopt);  // past the usage object's depth limit
+    EXPECT_EQ(parseUsageJson(std::string(100000, '{')), std::nullopt);
+}
+
+TEST(ParseUsageJson, ReaderReusedAcrossLargeAndSmallAnswers) {
+    // One parser per thread: a large answer, then small and cut ones, read
+    // as if each were the first.
+    const std::string big = R"({"choices":[{"message":{"content":")" + std::string(1 << 20, 'x') +
+                            R"("}}],"usage":{"prompt_tokens":3,"completion_tokens":4}})";
+    const std::string small = R"({"usage":{"prompt_tokens":1,"completion_tokens":2}})";
+    EXPECT_EQ(parseUsageJson(big), (Usage{3, 4, 0}));
+    EXPECT_EQ(parseUsageJson(small), (Usage{1, 2, 0}));
+    EXPECT_EQ(parseUsageJson(std::string_view(small).substr(0, small.size() - 1)), std::nullopt);
+    EXPECT_EQ(parseUsageJson(big), (Usage{3, 4, 0}));
+    // A view into a larger buffer: the reader must not read past its end.
+    const std::string two = small + R"({"usage":{"prompt_tokens":9}})";
+    EXPECT_EQ(parseUsageJson(std::string_view(two).substr(0, small.size())), (Usage{1, 2, 0}));
+}
+
 }  // namespace
-}  // namespace dpgate::metrics
+}  // namespace dpgate::gateway
 
 TEST(ParseUsageJson, OnlyTheTopLevelUsageCounts) {
     // The answer's own text talks about usage; nested objects carry one too.
     const std::string text =
         R"({"choices":[{"message":{"content":"\"usage\":{\"prompt_tokens\":99}","usage":{"prompt_tokens":7}}}],)"
         R"("usage" : {"prompt_tokens":5,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":3}}})";
-    auto usage = dpgate::metrics::parseUsageJson(text);
+    auto usage = dpgate::gateway::parseUsageJson(text);
     ASSERT_TRUE(usage.has_value());
     EXPECT_EQ(usage->prompt_tokens, 5u);
     EXPECT_EQ(usage->completion_tokens, 2u);
     EXPECT_EQ(usage->cached_prompt_tokens, 3u);
-    EXPECT_FALSE(dpgate::metrics::parseUsageJson(text.substr(0, text.size() - 1)).has_value());
+    EXPECT_FALSE(dpgate::gateway::parseUsageJson(text.substr(0, text.size() - 1)).has_value());
 }
 
 TEST(ParseUsageJson, ReadsTheUsageObjectLikeADomParse) {
-    using dpgate::metrics::parseUsageJson;
-    using dpgate::metrics::Usage;
+    using dpgate::gateway::parseUsageJson;
+    using dpgate::gateway::Usage;
     // The answer's usage object is read without a DOM; every case here is
     // checked against nlohmann's reading of the same document.
     const char* cases[] = {
@@ -284,10 +405,11 @@ TEST(ParseUsageJson, ReadsTheUsageObjectLikeADomParse) {
     };
     for (const char* text : cases) EXPECT_EQ(parseUsageJson(text), reference(text)) << text;
     // Malformed usage objects are refused as a DOM parse refuses them.
-    for (const char* text : {R"({"usage":{"prompt_tokens":5,}})", R"({"usage":{"prompt_tokens":05}})",
-                             R"({"usage":{"prompt_tokens":5 "completion_tokens":1}})", R"({"usage":{"prompt_tokens":tru}})",
-                             R"({"usage":{"prompt_tokens":1,"x":"\q"}})", "{\"usage\":{\"prompt_tokens\":1,\"x\":\"\x01\"}}",
-                             R"({"usage":{"prompt_tokens":1,"x":[1,]}})", R"({"usage":{"prompt_tokens":1.}})"}) {
+    for (const char* text :
+         {R"({"usage":{"prompt_tokens":5,}})", R"({"usage":{"prompt_tokens":05}})",
+          R"({"usage":{"prompt_tokens":5 "completion_tokens":1}})", R"({"usage":{"prompt_tokens":tru}})",
+          R"({"usage":{"prompt_tokens":1,"x":"\q"}})", "{\"usage\":{\"prompt_tokens\":1,\"x\":\"\x01\"}}",
+          R"({"usage":{"prompt_tokens":1,"x":[1,]}})", R"({"usage":{"prompt_tokens":1.}})"}) {
         EXPECT_FALSE(parseUsageJson(text).has_value()) << text;
         EXPECT_FALSE(reference(text).has_value()) << text;
     }
