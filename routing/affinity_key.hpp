@@ -30,7 +30,7 @@ enum class AffinitySource { session_header, prompt_cache_key, conversation_head 
 
 struct AffinityKey {
     uint64_t key;
-    AffinitySource source;  // exported as a metric label: how often clients name their session
+    AffinitySource source;  // which input decided the key; only the tests read it (no metric or log field yet)
 };
 
 std::string_view affinitySourceName(AffinitySource source);

@@ -3,6 +3,12 @@ ephemeral ports, talk raw HTTP to them, read SSE streams with timestamps.
 
 Standard library only (plus pytest for the fixtures at the bottom).
 Binaries come from $DPGATE_BIN_DIR, default <repo>/build/bin.
+
+Sanitizer builds: a dpgate or dpgate-sim whose stderr holds a sanitizer
+report (ThreadSanitizer, AddressSanitizer, LeakSanitizer, UBSan) fails the
+test when it is stopped, with the report in the failure and its log folder
+kept. Children get TSAN_OPTIONS with tests/tsan.supp unless the caller set
+their own.
 """
 
 from __future__ import annotations
@@ -11,6 +17,7 @@ import contextlib
 import http.client
 import json
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -22,6 +29,20 @@ from typing import Iterable, Iterator, Mapping, Sequence
 import pytest
 
 REPO_ROOT = Path(__file__).resolve().parents[2]
+
+# A TSan report does not stop the process (the test runs on and every race
+# of the run is reported); the harness fails the test at stop() instead, and
+# exitcode makes a child run to completion by subprocess.run() fail too.
+os.environ.setdefault("TSAN_OPTIONS", f"suppressions={REPO_ROOT / 'tests' / 'tsan.supp'}"
+                                      ":exitcode=66:second_deadlock_stack=1:history_size=4")
+
+# The first line of each sanitizer's report.
+_SANITIZER_REPORT = re.compile(r"^(WARNING: ThreadSanitizer:|==\d+==ERROR: (AddressSanitizer|LeakSanitizer):"
+                               r"|.*: runtime error: )", re.MULTILINE)
+
+
+class SanitizerReport(AssertionError):
+    """A child process printed a sanitizer report."""
 
 
 def bin_dir() -> Path:
@@ -90,6 +111,25 @@ class Process:
     def describe(self) -> str:
         return (f"{' '.join(self.argv)}\n--- stdout ---\n{self.stdout()}"
                 f"\n--- stderr ---\n{self.stderr()}")
+
+    def sanitizer_report(self) -> str | None:
+        """The sanitizer report(s) on stderr, from the first one on; None if clean."""
+        text = self.stderr()
+        match = _SANITIZER_REPORT.search(text)
+        if match is None:
+            return None
+        report = text[match.start():]
+        return report if len(report) <= 40000 else report[:40000] + "\n[... cut]"
+
+    def check_sanitizers(self, log_dir: Path) -> None:
+        """Raises SanitizerReport once if the process printed a report."""
+        if getattr(self, "_sanitizer_checked", False):
+            return
+        self._sanitizer_checked = True
+        report = self.sanitizer_report()
+        if report is not None:
+            raise SanitizerReport(f"{Path(self.argv[0]).name} (exit {self.popen.returncode}) printed a sanitizer "
+                                  f"report; logs kept in {log_dir}\n{report}")
 
 
 def start_process(argv: Sequence[str], ready: str | Path, timeout: float = 10.0,
@@ -343,8 +383,10 @@ class Sim:
         assert self.json("POST", "/sim/reset")[0] == 200
 
     def stop(self) -> int:
-        """Stops the sim; its log folder is removed unless DPGATE_KEEP_LOGS is set."""
+        """Stops the sim; its log folder is removed unless DPGATE_KEEP_LOGS is
+        set or it printed a sanitizer report (raised as SanitizerReport)."""
         code = self.process.stop()
+        self.process.check_sanitizers(self._dir)
         if not os.environ.get("DPGATE_KEEP_LOGS"):
             shutil.rmtree(self._dir, ignore_errors=True)
         return code
@@ -482,7 +524,9 @@ class Gateway:
             return out
 
     def stop(self, timeout: float = 10.0) -> int:
+        """Stops dpgate (SIGTERM: it drains); as Sim.stop for logs and reports."""
         code = self.process.stop(timeout)
+        self.process.check_sanitizers(self._dir)
         if not os.environ.get("DPGATE_KEEP_LOGS"):
             shutil.rmtree(self._dir, ignore_errors=True)
         return code
