@@ -305,7 +305,7 @@ awaitable<bool> ClientSession::writeError(const ApiError& error, bool keep_alive
     if (extra != http::field::unknown) response.set(extra, extra_value);
     response.keep_alive(keep_alive);
     response.body() = error.body();
-    co_return co_await writeResponse(response) && keep_alive;
+    co_return (co_await writeResponse(response) && keep_alive);
 }
 
 }  // namespace dpgate::gateway

@@ -115,7 +115,7 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection, Parser
     auto [wec, wn] = co_await net::async_write(connection.stream, upstream_buffers_, use_nothrow);
     if (wec) {
         error = wec;
-        co_return connection.reused && isConnectionDrop(wec) ? Attempt::retry_fresh : Attempt::failed;
+        co_return (connection.reused && isConnectionDrop(wec)) ? Attempt::retry_fresh : Attempt::failed;
     }
     connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
     // The header, read and parsed here; the body parser has no buffer yet, so
@@ -133,7 +133,7 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection, Parser
         error = rec;
         // A pooled connection the backend closed while it sat idle fails
         // before any byte of an answer: the request never ran, send it again.
-        co_return connection.reused && !parser.got_some() && isConnectionDrop(rec) ? Attempt::retry_fresh
+        co_return (connection.reused && !parser.got_some() && isConnectionDrop(rec)) ? Attempt::retry_fresh
                                                                                    : Attempt::failed;
     }
     co_return Attempt::ok;
@@ -239,7 +239,7 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
                                       &c_.record.rejection);
     bool written = co_await c_.session.writeResponse(response);
     releaseConnection(slot.backend(), whole);
-    co_return written && c_.keep_alive;
+    co_return (written && c_.keep_alive);
 }
 
 awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
@@ -411,6 +411,6 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         c_.record.usage = parseUsageJson(answer_copy);
     }
     releaseConnection(backend, true);
-    co_return !fec && c_.keep_alive;
+    co_return (!fec && c_.keep_alive);
 }
 }  // namespace dpgate::gateway

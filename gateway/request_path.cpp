@@ -73,7 +73,7 @@ awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
         } else {
             response.body() = modelsBody(c.config.model, c.server.backends().publicWindow());
         }
-        co_return co_await c.session.writeResponse(response) && c.keep_alive;
+        co_return (co_await c.session.writeResponse(response) && c.keep_alive);
     }
     ApiError error = ApiError::notFound(
         "no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
