@@ -10,12 +10,12 @@ namespace dpgate::admission {
 namespace {
 
 Refused invalid(std::string param, std::string message) {
-  return ApiError::invalidParam(std::move(param), std::move(message));
+    return ApiError::invalidParam(std::move(param), std::move(message));
 }
 
 bool servesModel(const AdmissionLimits& limits, std::string_view model) {
-  if (model == limits.served_model_id) return true;
-  return std::find(limits.model_aliases.begin(), limits.model_aliases.end(), model) != limits.model_aliases.end();
+    if (model == limits.served_model_id) return true;
+    return std::find(limits.model_aliases.begin(), limits.model_aliases.end(), model) != limits.model_aliases.end();
 }
 
 bool isSystemRole(std::string_view role) { return role == "system" || role == "developer"; }
@@ -25,26 +25,26 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 // other message, each message's text parts joined. `scratch` keeps the
 // joined texts alive.
 std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
-  routing::ConversationView view;
-  view.tools = chat.tools_json;
-  scratch.clear();
-  scratch.reserve(chat.messages.size());
-  for (const ChatMessage& message : chat.messages) {
-    std::string& text = scratch.emplace_back();
-    bool first = true;
-    message.forEachText([&](std::string_view part) {
-      if (!first) text += '\n';
-      first = false;
-      text.append(part);
-    });
-    view.messages.push_back({message.role, text});
-    if (!isSystemRole(message.role)) break;
-  }
-  return routing::conversationHeadKey(view);
+    routing::ConversationView view;
+    view.tools = chat.tools_json;
+    scratch.clear();
+    scratch.reserve(chat.messages.size());
+    for (const ChatMessage& message : chat.messages) {
+        std::string& text = scratch.emplace_back();
+        bool first = true;
+        message.forEachText([&](std::string_view part) {
+            if (!first) text += '\n';
+            first = false;
+            text.append(part);
+        });
+        view.messages.push_back({message.role, text});
+        if (!isSystemRole(message.role)) break;
+    }
+    return routing::conversationHeadKey(view);
 }
 
 Refused tokenizerUnavailable(std::string message) {
-  return ApiError::unavailable(std::move(message), "tokenizer_unavailable", "server_error");
+    return ApiError::unavailable(std::move(message), "tokenizer_unavailable", "server_error");
 }
 
 // What one render may allocate: the arena holds the request's values and
@@ -54,16 +54,16 @@ std::size_t renderBudgetBytes(std::size_t body_bytes) { return (256u << 20) + 8 
 
 // Checks one budget field against [1, max]; nullopt when absent or valid.
 std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value, std::uint64_t max) {
-  if (!value.present) return std::nullopt;
-  const bool negative = !value.text.empty() && value.text.front() == '-';
-  if (negative || (value.fits_int64 && value.value < 1)) {
-    return invalid(name, std::string(name) + ": must be at least 1, got " + std::string(clipUtf8(value.text, 40)));
-  }
-  if (!value.fits_int64 || static_cast<std::uint64_t>(value.value) > max) {
-    return invalid(name, std::string(name) + ": " + std::string(clipUtf8(value.text, 40)) +
-                             " is above the output limit " + std::to_string(max));
-  }
-  return std::nullopt;
+    if (!value.present) return std::nullopt;
+    const bool negative = !value.text.empty() && value.text.front() == '-';
+    if (negative || (value.fits_int64 && value.value < 1)) {
+        return invalid(name, std::string(name) + ": must be at least 1, got " + std::string(clipUtf8(value.text, 40)));
+    }
+    if (!value.fits_int64 || static_cast<std::uint64_t>(value.value) > max) {
+        return invalid(name, std::string(name) + ": " + std::string(clipUtf8(value.text, 40)) +
+                                 " is above the output limit " + std::to_string(max));
+    }
+    return std::nullopt;
 }
 
 // vLLM's and OpenAI's words for an over-window request, which clients match
@@ -72,212 +72,224 @@ std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value
 // messages"); the terms follow so nobody has to guess what was counted.
 std::string contextLengthMessage(const AdmissionLimits& limits, std::uint64_t needed, std::uint64_t prompt_tokens,
                                  std::uint64_t images, std::uint64_t output_budget, bool chat) {
-  std::string message = "This model's maximum context length is " + std::to_string(limits.window_tokens) +
-                        " tokens. However, you requested " + std::to_string(needed) + " tokens (" +
-                        std::to_string(prompt_tokens) + (chat ? " in the messages, " : " in the prompt, ") +
-                        std::to_string(images * limits.image_reserve_tokens) + " for images, " +
-                        std::to_string(output_budget) + " in the completion). Please reduce the length of the " +
-                        (chat ? "messages" : "prompt") + " or completion.";
-  if (images > 0) {
-    message += " Each of the " + std::to_string(images) + " images is reserved " +
-               std::to_string(limits.image_reserve_tokens) + " tokens.";
-  }
-  return message;
+    std::string message = "This model's maximum context length is " + std::to_string(limits.window_tokens) +
+                          " tokens. However, you requested " + std::to_string(needed) + " tokens (" +
+                          std::to_string(prompt_tokens) + (chat ? " in the messages, " : " in the prompt, ") +
+                          std::to_string(images * limits.image_reserve_tokens) + " for images, " +
+                          std::to_string(output_budget) + " in the completion). Please reduce the length of the " +
+                          (chat ? "messages" : "prompt") + " or completion.";
+    if (images > 0) {
+        message += " Each of the " + std::to_string(images) + " images is reserved " +
+                   std::to_string(limits.image_reserve_tokens) + " tokens.";
+    }
+    return message;
 }
 
 }  // namespace
 
 std::uint64_t promptTokenUpperBound(const Tokenizer& tokenizer, std::string_view text) {
-  std::uint64_t bound = 0;
-  tokenizer.addedTokens().split(
-      text, [&](std::string_view segment) { bound += segment.size(); }, [&](std::uint32_t) { ++bound; });
-  return bound;
+    std::uint64_t bound = 0;
+    tokenizer.addedTokens().split(
+        text, [&](std::string_view segment) { bound += segment.size(); }, [&](std::uint32_t) { ++bound; });
+    return bound;
 }
 
 Admitter::Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
                    std::function<std::int64_t()> unix_now)
     : tokenizer_(std::move(tokenizer)), chat_template_(std::move(chat_template)), unix_now_(std::move(unix_now)) {
-  if (tokenizer_ == nullptr) {
-    error_ = "no tokenizer loaded";
-    return;
-  }
-  if (chat_template_ == nullptr) error_ = "no chat template loaded";
-  counter_.emplace(tokenizer_);
+    if (tokenizer_ == nullptr) {
+        error_ = "no tokenizer loaded";
+        return;
+    }
+    if (chat_template_ == nullptr) error_ = "no chat template loaded";
+    counter_.emplace(tokenizer_);
 }
 
 std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {
-  prompt_.clear();
-  if (chat_template_ == nullptr) {
-    return tokenizerUnavailable("Cannot render the chat template: " + (error_.empty() ? std::string("no chat template loaded") : error_) + ".");
-  }
-  PromptRenderOptions options;
-  options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
-  options.limits.arena_bytes = renderBudgetBytes(body_bytes);
-  options.fast_path = native_rendering_;
-  if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options, &renderers_)) {
-    // The backend would refuse the request with the template's own words.
-    return invalid(std::move(error->param), std::move(error->message));
-  }
-  return std::nullopt;
+    prompt_.clear();
+    if (chat_template_ == nullptr) {
+        return tokenizerUnavailable("Cannot render the chat template: " +
+                                    (error_.empty() ? std::string("no chat template loaded") : error_) + ".");
+    }
+    PromptRenderOptions options;
+    options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
+    options.limits.arena_bytes = renderBudgetBytes(body_bytes);
+    options.fast_path = native_rendering_;
+    if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options, &renderers_)) {
+        // The backend would refuse the request with the template's own words.
+        return invalid(std::move(error->param), std::move(error->message));
+    }
+    return std::nullopt;
 }
 
 TokenCount Admitter::countPrompt() {
-  TokenCount count = counter_->count(prompt_);
-  if (!count.ok) return count;
-  const ChatRequest& chat = request_.chat;
-  if (chat.add_special_tokens) {
-    count.tokens += chat_template_->addedBos() ? 1 : 0;
-    count.tokens += chat_template_->addedEos() ? 1 : 0;
-  }
-  return count;
+    TokenCount count = counter_->count(prompt_);
+    if (!count.ok) return count;
+    const ChatRequest& chat = request_.chat;
+    if (chat.add_special_tokens) {
+        count.tokens += chat_template_->addedBos() ? 1 : 0;
+        count.tokens += chat_template_->addedEos() ? 1 : 0;
+    }
+    return count;
 }
 
 Admitter::ChatCount Admitter::countChat(std::string_view body, std::size_t capacity_bytes) {
-  ChatCount result;
-  arena_.reset();
-  if (auto error = scanner_.scan(body, std::max(capacity_bytes, body.size()), Endpoint::chat_completions, arena_, request_)) {
-    result.param = std::move(error->param);
-    result.error = std::move(error->message);
+    ChatCount result;
+    arena_.reset();
+    if (auto error =
+            scanner_.scan(body, std::max(capacity_bytes, body.size()), Endpoint::chat_completions, arena_, request_)) {
+        result.param = std::move(error->param);
+        result.error = std::move(error->message);
+        return result;
+    }
+    for (const ChatMessage& message : request_.chat.messages) result.images += message.images;
+    if (!canCount()) {
+        result.error = "cannot count: " + error_;
+        return result;
+    }
+    if (auto refused = renderPrompt(body.size())) {
+        result.param = std::move(refused->param);
+        result.error = std::move(refused->message);
+        return result;
+    }
+    const TokenCount count = countPrompt();
+    if (!count.ok) {
+        result.param = "messages";
+        result.error = count.error;
+        return result;
+    }
+    result.ok = true;
+    result.prompt_tokens = count.tokens;
+    if (request_.chat.truncate_prompt_tokens && *request_.chat.truncate_prompt_tokens >= 0) {
+        result.prompt_tokens = std::min<std::uint64_t>(
+            result.prompt_tokens, static_cast<std::uint64_t>(*request_.chat.truncate_prompt_tokens));
+    }
     return result;
-  }
-  for (const ChatMessage& message : request_.chat.messages) result.images += message.images;
-  if (!canCount()) {
-    result.error = "cannot count: " + error_;
-    return result;
-  }
-  if (auto refused = renderPrompt(body.size())) {
-    result.param = std::move(refused->param);
-    result.error = std::move(refused->message);
-    return result;
-  }
-  const TokenCount count = countPrompt();
-  if (!count.ok) {
-    result.param = "messages";
-    result.error = count.error;
-    return result;
-  }
-  result.ok = true;
-  result.prompt_tokens = count.tokens;
-  if (request_.chat.truncate_prompt_tokens && *request_.chat.truncate_prompt_tokens >= 0) {
-    result.prompt_tokens = std::min<std::uint64_t>(result.prompt_tokens, static_cast<std::uint64_t>(*request_.chat.truncate_prompt_tokens));
-  }
-  return result;
 }
 
 Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                         const AdmissionLimits& limits) {
-  // 1. Size.
-  if (body.size() > limits.max_body_bytes) {
-    return ApiError::payloadTooLarge("The body is " + std::to_string(body.size()) + " bytes; the limit is " +
-                                     std::to_string(limits.max_body_bytes) + ".");
-  }
-  // 2. Shape: JSON, types, roles, UTF-8.
-  arena_.reset();
-  if (auto error = scanner_.scan(body, capacity_bytes, endpoint, arena_, request_)) {
-    return invalid(std::move(error->param), std::move(error->message));
-  }
-  const bool chat = endpoint == Endpoint::chat_completions;
-  if (!request_.has_model) return invalid("model", "model: missing (this gateway serves " + limits.served_model_id + ")");
-  // 3. Model.
-  if (!servesModel(limits, request_.model)) {
-    Refused refused = ApiError::notFound("The model `" + std::string(clipUtf8(request_.model, 200)) +
-                      "` does not exist; this gateway serves " + limits.served_model_id + ".", "model_not_found");
-    refused.param = "model";
-    return refused;
-  }
-  // 4. Images, history included.
-  std::uint64_t images = 0;
-  for (const ChatMessage& message : request_.chat.messages) images += message.images;
-  if (images > limits.max_images) {
-    return ApiError::badRequest(std::to_string(images) + " images in this request (history included); the limit is " +
-                      std::to_string(limits.max_images) + ".", "too_many_images", "messages");
-  }
-  // 5. Output budget. vLLM reads max_completion_tokens first.
-  if (auto refused = checkBudget("max_tokens", request_.max_tokens, limits.max_output_tokens)) return *refused;
-  if (auto refused = checkBudget("max_completion_tokens", request_.max_completion_tokens, limits.max_output_tokens)) {
-    return *refused;
-  }
-  Admitted admitted;
-  admitted.images = static_cast<std::uint32_t>(images);
-  admitted.splice_offset = request_.open_brace_offset + 1;
-  if (request_.max_completion_tokens.present) {
-    admitted.output_budget = static_cast<std::uint64_t>(request_.max_completion_tokens.value);
-  } else if (request_.max_tokens.present) {
-    admitted.output_budget = static_cast<std::uint64_t>(request_.max_tokens.value);
-  } else {
-    admitted.output_budget = limits.max_output_tokens;
-    admitted.inserted_max_tokens = true;
-    admitted.splice_text = "\"max_tokens\":" + std::to_string(limits.max_output_tokens) + ",";
-  }
-  const std::uint64_t image_tokens = images * limits.image_reserve_tokens;
-  const std::uint64_t fixed = image_tokens + admitted.output_budget;
-  const bool fixed_fits = fixed <= limits.window_tokens;
-  const std::uint64_t room = fixed_fits ? limits.window_tokens - fixed : 0;
+    // 1. Size.
+    if (body.size() > limits.max_body_bytes) {
+        return ApiError::payloadTooLarge("The body is " + std::to_string(body.size()) + " bytes; the limit is " +
+                                         std::to_string(limits.max_body_bytes) + ".");
+    }
+    // 2. Shape: JSON, types, roles, UTF-8.
+    arena_.reset();
+    if (auto error = scanner_.scan(body, capacity_bytes, endpoint, arena_, request_)) {
+        return invalid(std::move(error->param), std::move(error->message));
+    }
+    const bool chat = endpoint == Endpoint::chat_completions;
+    if (!request_.has_model)
+        return invalid("model", "model: missing (this gateway serves " + limits.served_model_id + ")");
+    // 3. Model.
+    if (!servesModel(limits, request_.model)) {
+        Refused refused =
+            ApiError::notFound("The model `" + std::string(clipUtf8(request_.model, 200)) +
+                                   "` does not exist; this gateway serves " + limits.served_model_id + ".",
+                               "model_not_found");
+        refused.param = "model";
+        return refused;
+    }
+    // 4. Images, history included.
+    std::uint64_t images = 0;
+    for (const ChatMessage& message : request_.chat.messages) images += message.images;
+    if (images > limits.max_images) {
+        return ApiError::badRequest(std::to_string(images) +
+                                        " images in this request (history included); the limit is " +
+                                        std::to_string(limits.max_images) + ".",
+                                    "too_many_images", "messages");
+    }
+    // 5. Output budget. vLLM reads max_completion_tokens first.
+    if (auto refused = checkBudget("max_tokens", request_.max_tokens, limits.max_output_tokens)) return *refused;
+    if (auto refused = checkBudget("max_completion_tokens", request_.max_completion_tokens, limits.max_output_tokens)) {
+        return *refused;
+    }
+    Admitted admitted;
+    admitted.images = static_cast<std::uint32_t>(images);
+    admitted.splice_offset = request_.open_brace_offset + 1;
+    if (request_.max_completion_tokens.present) {
+        admitted.output_budget = static_cast<std::uint64_t>(request_.max_completion_tokens.value);
+    } else if (request_.max_tokens.present) {
+        admitted.output_budget = static_cast<std::uint64_t>(request_.max_tokens.value);
+    } else {
+        admitted.output_budget = limits.max_output_tokens;
+        admitted.inserted_max_tokens = true;
+        admitted.splice_text = "\"max_tokens\":" + std::to_string(limits.max_output_tokens) + ",";
+    }
+    const std::uint64_t image_tokens = images * limits.image_reserve_tokens;
+    const std::uint64_t fixed = image_tokens + admitted.output_budget;
+    const bool fixed_fits = fixed <= limits.window_tokens;
+    const std::uint64_t room = fixed_fits ? limits.window_tokens - fixed : 0;
 
-  // 6. The prompt as the backend renders it.
-  if (chat) {
-    if (auto refused = renderPrompt(body.size())) return *refused;
-  }
-  // 7. Window. Counted exactly whenever dpgate can count, so the backend's
-  // usage can verify every count; without a tokenizer only what the byte
-  // bound proves to fit passes. Each completions prompt is its own sequence
-  // (BOS added, as vLLM does).
-  std::vector<std::string_view> texts;
-  if (chat) {
-    texts.push_back(prompt_);
-  } else {
-    texts = request_.prompt_texts;
-  }
-  std::uint64_t prompt_tokens = 0;
-  if (counter_) {
-    for (const std::string_view text : texts) {
-      const TokenCount count = chat ? countPrompt() : counter_->count(text);
-      if (!count.ok) return invalid(chat ? "messages" : "prompt", (chat ? "messages: " : "prompt: ") + count.error);
-      prompt_tokens = std::max(prompt_tokens, count.tokens + (chat ? 0 : 1));
+    // 6. The prompt as the backend renders it.
+    if (chat) {
+        if (auto refused = renderPrompt(body.size())) return *refused;
     }
-    admitted.counted = true;
-  } else {
-    for (const std::string_view text : texts) prompt_tokens = std::max<std::uint64_t>(prompt_tokens, text.size() + (chat ? 0 : 1));
-    admitted.counted = false;
-    if (!fixed_fits || prompt_tokens > room) {
-      return tokenizerUnavailable("Cannot count this request's tokens: " + error_ + ".");
+    // 7. Window. Counted exactly whenever dpgate can count, so the backend's
+    // usage can verify every count; without a tokenizer only what the byte
+    // bound proves to fit passes. Each completions prompt is its own sequence
+    // (BOS added, as vLLM does).
+    std::vector<std::string_view> texts;
+    if (chat) {
+        texts.push_back(prompt_);
+    } else {
+        texts = request_.prompt_texts;
     }
-  }
-  for (const std::uint64_t ids : request_.prompt_id_counts) prompt_tokens = std::max(prompt_tokens, ids);
-  if (chat && request_.chat.truncate_prompt_tokens) {
-    // vLLM keeps the last N tokens (-1: as many as the window leaves) and
-    // refuses an N the window cannot hold.
-    const std::int64_t n = *request_.chat.truncate_prompt_tokens;
-    const std::uint64_t input_room = limits.window_tokens > admitted.output_budget ? limits.window_tokens - admitted.output_budget : 0;
-    if (n >= 0 && static_cast<std::uint64_t>(n) > input_room) {
-      return invalid("truncate_prompt_tokens", "truncate_prompt_tokens=" + std::to_string(n) +
-                                                   " cannot be greater than max_model_len - max_tokens = " +
-                                                   std::to_string(input_room) + ".");
+    std::uint64_t prompt_tokens = 0;
+    if (counter_) {
+        for (const std::string_view text : texts) {
+            const TokenCount count = chat ? countPrompt() : counter_->count(text);
+            if (!count.ok)
+                return invalid(chat ? "messages" : "prompt", (chat ? "messages: " : "prompt: ") + count.error);
+            prompt_tokens = std::max(prompt_tokens, count.tokens + (chat ? 0 : 1));
+        }
+        admitted.counted = true;
+    } else {
+        for (const std::string_view text : texts)
+            prompt_tokens = std::max<std::uint64_t>(prompt_tokens, text.size() + (chat ? 0 : 1));
+        admitted.counted = false;
+        if (!fixed_fits || prompt_tokens > room) {
+            return tokenizerUnavailable("Cannot count this request's tokens: " + error_ + ".");
+        }
     }
-    prompt_tokens = std::min<std::uint64_t>(prompt_tokens, n < 0 ? input_room : static_cast<std::uint64_t>(n));
-  }
-  const std::uint64_t needed = prompt_tokens + fixed;
-  if (needed > limits.window_tokens) {
-    return ApiError::badRequest(contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat),
-                                "context_length_exceeded", chat ? "messages" : "prompt");
-  }
-  admitted.prompt_tokens = prompt_tokens;
-  const std::size_t sequences = chat ? 1 : request_.prompt_texts.size() + request_.prompt_id_counts.size();
-  if (admitted.counted && images == 0 && sequences == 1) admitted.expected_usage_prompt_tokens = prompt_tokens;
-  admitted.stream = request_.stream;
-  admitted.include_usage = request_.include_usage;
-  admitted.has_stream_options = request_.has_stream_options;
-  admitted.has_prompt_cache_key = request_.has_prompt_cache_key;
-  admitted.prompt_cache_key = request_.prompt_cache_key;
-  admitted.user = request_.user;
-  if (chat) {
-    admitted.head_hash = conversationHeadKey(request_.chat, head_scratch_);
-  } else if (!request_.prompt_texts.empty()) {
-    routing::ConversationView view;
-    view.messages.push_back({"prompt", request_.prompt_texts.front()});
-    admitted.head_hash = routing::conversationHeadKey(view);
-  }
-  return admitted;
+    for (const std::uint64_t ids : request_.prompt_id_counts) prompt_tokens = std::max(prompt_tokens, ids);
+    if (chat && request_.chat.truncate_prompt_tokens) {
+        // vLLM keeps the last N tokens (-1: as many as the window leaves) and
+        // refuses an N the window cannot hold.
+        const std::int64_t n = *request_.chat.truncate_prompt_tokens;
+        const std::uint64_t input_room =
+            limits.window_tokens > admitted.output_budget ? limits.window_tokens - admitted.output_budget : 0;
+        if (n >= 0 && static_cast<std::uint64_t>(n) > input_room) {
+            return invalid("truncate_prompt_tokens", "truncate_prompt_tokens=" + std::to_string(n) +
+                                                         " cannot be greater than max_model_len - max_tokens = " +
+                                                         std::to_string(input_room) + ".");
+        }
+        prompt_tokens = std::min<std::uint64_t>(prompt_tokens, n < 0 ? input_room : static_cast<std::uint64_t>(n));
+    }
+    const std::uint64_t needed = prompt_tokens + fixed;
+    if (needed > limits.window_tokens) {
+        return ApiError::badRequest(
+            contextLengthMessage(limits, needed, prompt_tokens, images, admitted.output_budget, chat),
+            "context_length_exceeded", chat ? "messages" : "prompt");
+    }
+    admitted.prompt_tokens = prompt_tokens;
+    const std::size_t sequences = chat ? 1 : request_.prompt_texts.size() + request_.prompt_id_counts.size();
+    if (admitted.counted && images == 0 && sequences == 1) admitted.expected_usage_prompt_tokens = prompt_tokens;
+    admitted.stream = request_.stream;
+    admitted.include_usage = request_.include_usage;
+    admitted.has_stream_options = request_.has_stream_options;
+    admitted.has_prompt_cache_key = request_.has_prompt_cache_key;
+    admitted.prompt_cache_key = request_.prompt_cache_key;
+    admitted.user = request_.user;
+    if (chat) {
+        admitted.head_hash = conversationHeadKey(request_.chat, head_scratch_);
+    } else if (!request_.prompt_texts.empty()) {
+        routing::ConversationView view;
+        view.messages.push_back({"prompt", request_.prompt_texts.front()});
+        admitted.head_hash = routing::conversationHeadKey(view);
+    }
+    return admitted;
 }
 
 }  // namespace dpgate::admission

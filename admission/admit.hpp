@@ -25,60 +25,60 @@
 namespace dpgate::admission {
 
 class Admitter {
- public:
-  // A null tokenizer or chat template leaves the Admitter able to refuse and
-  // to admit on the byte-bound fast path only; requests that need counting
-  // get 503 tokenizer_unavailable. `error()` says why. `unix_now` gives the
-  // time a template's strftime_now() formats (null: the epoch).
-  Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
-           std::function<std::int64_t()> unix_now = {});
+public:
+    // A null tokenizer or chat template leaves the Admitter able to refuse and
+    // to admit on the byte-bound fast path only; requests that need counting
+    // get 503 tokenizer_unavailable. `error()` says why. `unix_now` gives the
+    // time a template's strftime_now() formats (null: the epoch).
+    Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
+             std::function<std::int64_t()> unix_now = {});
 
-  // `capacity_bytes` >= body.size() + kScanPaddingBytes (readable bytes from
-  // body.data()) avoids copying the body; see RequestScanner.
-  Verdict admit(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint, const AdmissionLimits& limits);
-  Verdict admit(std::string_view body, Endpoint endpoint, const AdmissionLimits& limits) {
-    return admit(body, body.size(), endpoint, limits);
-  }
+    // `capacity_bytes` >= body.size() + kScanPaddingBytes (readable bytes from
+    // body.data()) avoids copying the body; see RequestScanner.
+    Verdict admit(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint, const AdmissionLimits& limits);
+    Verdict admit(std::string_view body, Endpoint endpoint, const AdmissionLimits& limits) {
+        return admit(body, body.size(), endpoint, limits);
+    }
 
-  // A chat completions body's prompt tokens as the backend counts them
-  // (the tokens CLI and the simulator). `prompt()` holds the rendered prompt
-  // until the next call.
-  struct ChatCount {
-    bool ok = false;
-    std::uint64_t prompt_tokens = 0;
-    std::uint32_t images = 0;
-    std::string param;  // on failure: the field to blame
-    std::string error;
-  };
-  ChatCount countChat(std::string_view body, std::size_t capacity_bytes = 0);
-  const std::string& prompt() const { return prompt_; }
+    // A chat completions body's prompt tokens as the backend counts them
+    // (the tokens CLI and the simulator). `prompt()` holds the rendered prompt
+    // until the next call.
+    struct ChatCount {
+        bool ok = false;
+        std::uint64_t prompt_tokens = 0;
+        std::uint32_t images = 0;
+        std::string param;  // on failure: the field to blame
+        std::string error;
+    };
+    ChatCount countChat(std::string_view body, std::size_t capacity_bytes = 0);
+    const std::string& prompt() const { return prompt_; }
 
-  // False: always render with the Jinja engine, never the native rendering
-  // of a template it recognises (deepseek_v3_fast_path.hpp); the tests and
-  // the fuzz target that prove the two identical.
-  void setNativeRendering(bool on) { native_rendering_ = on; }
+    // False: always render with the Jinja engine, never the native rendering
+    // of a template it recognises (deepseek_v3_fast_path.hpp); the tests and
+    // the fuzz target that prove the two identical.
+    void setNativeRendering(bool on) { native_rendering_ = on; }
 
-  const std::string& error() const { return error_; }
-  bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
+    const std::string& error() const { return error_; }
+    bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
 
- private:
-  // Renders request_.chat into prompt_; a refusal when the template refuses.
-  std::optional<Refused> renderPrompt(std::size_t body_bytes);
-  // Exact tokens of prompt_ with the request's add_special_tokens and truncation applied.
-  TokenCount countPrompt();
+private:
+    // Renders request_.chat into prompt_; a refusal when the template refuses.
+    std::optional<Refused> renderPrompt(std::size_t body_bytes);
+    // Exact tokens of prompt_ with the request's add_special_tokens and truncation applied.
+    TokenCount countPrompt();
 
-  std::shared_ptr<const Tokenizer> tokenizer_;
-  std::shared_ptr<const ChatTemplate> chat_template_;
-  std::function<std::int64_t()> unix_now_;
-  std::optional<TokenCounter> counter_;
-  std::string error_;
-  bool native_rendering_ = true;
-  jinja::Arena arena_;
-  PromptRenderers renderers_;
-  RequestScanner scanner_;
-  ScannedRequest request_;
-  std::string prompt_;  // rendered chat prompt, reused across requests
-  std::vector<std::string> head_scratch_;
+    std::shared_ptr<const Tokenizer> tokenizer_;
+    std::shared_ptr<const ChatTemplate> chat_template_;
+    std::function<std::int64_t()> unix_now_;
+    std::optional<TokenCounter> counter_;
+    std::string error_;
+    bool native_rendering_ = true;
+    jinja::Arena arena_;
+    PromptRenderers renderers_;
+    RequestScanner scanner_;
+    ScannedRequest request_;
+    std::string prompt_;  // rendered chat prompt, reused across requests
+    std::vector<std::string> head_scratch_;
 };
 
 // Tokens `text` can have at most: bytes of its ordinary segments (byte-level

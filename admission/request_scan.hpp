@@ -27,61 +27,61 @@ inline constexpr std::size_t kScanPaddingBytes = 64;
 // An integer field as sent: absent, or an integer (possibly far out of any
 // range, e.g. 2^64 or -5) to be range-checked by the rules.
 struct ScannedInteger {
-  bool present = false;
-  bool fits_int64 = true;  // false: beyond int64, `value` meaningless
-  std::int64_t value = 0;
-  std::string_view text;  // the number as written
+    bool present = false;
+    bool fits_int64 = true;  // false: beyond int64, `value` meaningless
+    std::int64_t value = 0;
+    std::string_view text;  // the number as written
 };
 
 // tool_choice as sent: unset (absent), null, "none", "auto", "required", or a named function.
 enum class ToolChoice : std::uint8_t { unset, null, none, auto_, required, named };
 
 struct ScannedRequest {
-  bool has_model = false;
-  std::string_view model;
-  ScannedInteger max_tokens;
-  ScannedInteger max_completion_tokens;
-  bool stream = false;
-  bool include_usage = false;
-  bool has_stream_options = false;  // the key is present (even as null)
-  bool has_prompt_cache_key = false;
-  std::string_view prompt_cache_key;
-  std::string_view user;
-  std::uint64_t n = 1;
-  // Offset of the body's opening '{', where `"max_tokens":N,` is spliced.
-  std::size_t open_brace_offset = 0;
+    bool has_model = false;
+    std::string_view model;
+    ScannedInteger max_tokens;
+    ScannedInteger max_completion_tokens;
+    bool stream = false;
+    bool include_usage = false;
+    bool has_stream_options = false;  // the key is present (even as null)
+    bool has_prompt_cache_key = false;
+    std::string_view prompt_cache_key;
+    std::string_view user;
+    std::uint64_t n = 1;
+    // Offset of the body's opening '{', where `"max_tokens":N,` is spliced.
+    std::size_t open_brace_offset = 0;
 
-  ChatRequest chat;  // chat completions
-  ToolChoice tool_choice = ToolChoice::unset;
-  std::string_view tool_choice_name;
-  // Completions: `prompt` strings (one per sequence) or token-id arrays
-  // (their lengths); a request has one form or the other.
-  std::vector<std::string_view> prompt_texts;
-  std::vector<std::uint64_t> prompt_id_counts;
+    ChatRequest chat;  // chat completions
+    ToolChoice tool_choice = ToolChoice::unset;
+    std::string_view tool_choice_name;
+    // Completions: `prompt` strings (one per sequence) or token-id arrays
+    // (their lengths); a request has one form or the other.
+    std::vector<std::string_view> prompt_texts;
+    std::vector<std::uint64_t> prompt_id_counts;
 };
 
 struct ScanError {
-  std::string param;    // JSON path of the offending field ("messages[3].content[1].image_url")
-  std::string message;  // starts with the path
+    std::string param;    // JSON path of the offending field ("messages[3].content[1].image_url")
+    std::string message;  // starts with the path
 };
 
 class RequestScanner {
- public:
-  RequestScanner();
-  ~RequestScanner();
-  RequestScanner(const RequestScanner&) = delete;
-  RequestScanner& operator=(const RequestScanner&) = delete;
+public:
+    RequestScanner();
+    ~RequestScanner();
+    RequestScanner(const RequestScanner&) = delete;
+    RequestScanner& operator=(const RequestScanner&) = delete;
 
-  // `capacity_bytes` >= body.size() + kScanPaddingBytes lets the scan read
-  // the body in place; otherwise it is copied into a padded buffer first.
-  // Values of the chat request (tools, tool calls, template kwargs) are
-  // built in `arena`, which the caller resets between requests.
-  std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
-                                jinja::Arena& arena, ScannedRequest& out);
+    // `capacity_bytes` >= body.size() + kScanPaddingBytes lets the scan read
+    // the body in place; otherwise it is copied into a padded buffer first.
+    // Values of the chat request (tools, tool calls, template kwargs) are
+    // built in `arena`, which the caller resets between requests.
+    std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
+                                  jinja::Arena& arena, ScannedRequest& out);
 
- private:
-  struct Impl;
-  std::unique_ptr<Impl> impl_;
+private:
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dpgate::admission

@@ -142,7 +142,8 @@ int runTokensCli(int argc, char** argv, std::istream& in, std::ostream& out, std
     std::string line;
     while (std::getline(in, line)) {
         if (!line.empty() && line.back() == '\r') line.pop_back();
-        out << (line.empty() ? errorLine("empty line") : countLine(line, counter, admitter.get(), show_prompt, template_error))
+        out << (line.empty() ? errorLine("empty line")
+                             : countLine(line, counter, admitter.get(), show_prompt, template_error))
             << "\n";
     }
     if (in.bad()) {

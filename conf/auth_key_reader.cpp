@@ -8,8 +8,8 @@ namespace dpgate::conf::detail {
 
 void checkKeyName(const Field& at, const std::string& name) {
     const bool valid = !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '@' || c == '-';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '@' || c == '-';
     });
     if (!valid) fail(at, "key name must be 1-64 characters of [A-Za-z0-9._@-]");
 }

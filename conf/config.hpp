@@ -64,17 +64,18 @@ struct LimitsConfig {
     uint64_t max_header_bytes = 64 * 1024;
     uint32_t max_header_count = 100;
     uint32_t max_connections = 10000;
-    uint64_t header_timeout_ms = 10000;          // the whole header, from the first byte wait
-    uint64_t body_idle_timeout_ms = 30000;       // between body reads
-    uint64_t keepalive_timeout_ms = 60000;       // idle connection between requests
+    uint64_t header_timeout_ms = 10000;     // the whole header, from the first byte wait
+    uint64_t body_idle_timeout_ms = 30000;  // between body reads
+    uint64_t keepalive_timeout_ms = 60000;  // idle connection between requests
     uint64_t upstream_connect_timeout_ms = 5000;
     uint64_t upstream_first_byte_timeout_ms = 30 * 60 * 1000;  // a 1M-token prefill takes minutes
     uint64_t stream_idle_timeout_ms = 5 * 60 * 1000;           // between upstream chunks
-    uint64_t client_write_timeout_ms = 60000;    // a client that stops draining
-    uint64_t upstream_max_idle_connections = 256; // per backend, all workers together
-    uint64_t upstream_idle_timeout_ms = 4000;    // retire idle upstream connections before the backend does (uvicorn: 5 s)
-    uint64_t relay_buffer_bytes = 64 * 1024;     // per direction per request
-    uint64_t drain_timeout_ms = 30000;           // SIGTERM: in-flight requests get this long
+    uint64_t client_write_timeout_ms = 60000;                  // a client that stops draining
+    uint64_t upstream_max_idle_connections = 256;              // per backend, all workers together
+    uint64_t upstream_idle_timeout_ms =
+        4000;                                 // retire idle upstream connections before the backend does (uvicorn: 5 s)
+    uint64_t relay_buffer_bytes = 64 * 1024;  // per direction per request
+    uint64_t drain_timeout_ms = 30000;        // SIGTERM: in-flight requests get this long
 
     bool operator==(const LimitsConfig&) const = default;
 };
@@ -108,8 +109,8 @@ enum class BackendRole { primary, standby };
 
 struct BackendConfig {
     std::string name;
-    std::string url;        // as written: http(s)://host:port
-    std::string scheme;     // "http" | "https"
+    std::string url;     // as written: http(s)://host:port
+    std::string scheme;  // "http" | "https"
     std::string host;
     uint16_t port = 0;
     BackendRole role = BackendRole::primary;
@@ -131,8 +132,8 @@ struct AuthKey {
 
 struct AuthConfig {
     bool required = true;
-    std::string keys_file;        // YAML file of `name: {sha256, trusted, ...}` or `name: <hash>`
-    std::vector<AuthKey> keys;    // inline keys (demo); keys_file entries are appended at load
+    std::string keys_file;      // YAML file of `name: {sha256, trusted, ...}` or `name: <hash>`
+    std::vector<AuthKey> keys;  // inline keys (demo); keys_file entries are appended at load
 
     bool operator==(const AuthConfig&) const = default;
 };
@@ -145,7 +146,7 @@ struct LogConfig {
 };
 
 struct MetricsConfig {
-    bool enabled = true;       // false: nothing is recorded on the hot path, /metrics answers 404
+    bool enabled = true;  // false: nothing is recorded on the hot path, /metrics answers 404
     // A stream whose client did not ask for stream_options.include_usage is
     // sent upstream with it, so its tokens are counted; dpgate removes the
     // extra usage chunk before the client sees it.
@@ -165,7 +166,7 @@ struct Config {
     AuthConfig auth;
     LogConfig log;
     MetricsConfig metrics;
-    uint32_t threads = 0;  // 0 = one per core
+    uint32_t threads = 0;     // 0 = one per core
     std::string source_path;  // the file it was loaded from (for reload)
 
     bool operator==(const Config&) const = default;
@@ -204,8 +205,7 @@ struct LoadOptions {
 };
 
 Config loadConfigFile(const std::string& path, const LoadOptions& options);
-Config loadConfigText(const std::string& yaml_text, const std::string& base_dir,
-                      const LoadOptions& options);
+Config loadConfigText(const std::string& yaml_text, const std::string& base_dir, const LoadOptions& options);
 
 const char* toString(BackendRole role);
 const char* toString(RoutingMode mode);

@@ -38,8 +38,7 @@ std::vector<AuthKey> parseKeysText(const std::string& yaml_text, const std::stri
     try {
         return parseKeys(yaml_text);
     } catch (const ConfigError& e) {
-        throw ConfigError(e.key_path().empty() ? source_name : source_name + ": " + e.key_path(), e.line(),
-                          e.detail());
+        throw ConfigError(e.key_path().empty() ? source_name : source_name + ": " + e.key_path(), e.line(), e.detail());
     }
 }
 

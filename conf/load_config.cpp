@@ -183,17 +183,20 @@ private:
         const ListenConfig& listen = config_.listen;
         const AdminConfig& admin = config_.admin;
         const auto wildcard = [](const std::string& address) { return address == "0.0.0.0" || address == "::"; };
-        const bool same_address = admin.address == listen.address || wildcard(admin.address) || wildcard(listen.address);
+        const bool same_address =
+            admin.address == listen.address || wildcard(admin.address) || wildcard(listen.address);
         if (admin.port == 0 || admin.port != listen.port || !same_address) return;
-        if (admin_port_field_) fail(*admin_port_field_, "same port as listen.port (" + std::to_string(listen.port) + ")");
+        if (admin_port_field_)
+            fail(*admin_port_field_, "same port as listen.port (" + std::to_string(listen.port) + ")");
         fail(*listen_port_field_, "same port as admin.port (" + std::to_string(admin.port) + ")");
     }
 
     void readModel(const Field& field) {
         // model.template named a hand-written encoder; say where the template comes from now.
         if (auto f = MappingReader::anyKeys(field).get("template")) {
-            fail(*f, "removed: the chat template is the model's own (the tokenizer_config.json beside model.tokenizer), "
-                     "or a Jinja file given as model.chat_template");
+            fail(*f,
+                 "removed: the chat template is the model's own (the tokenizer_config.json beside model.tokenizer), "
+                 "or a Jinja file given as model.chat_template");
         }
         const MappingReader m(field, {"id", "aliases", "window_tokens", "max_output_tokens", "image_reserve_tokens",
                                       "max_images", "tokenizer", "chat_template", "chat_template_content_format"});
@@ -242,16 +245,17 @@ private:
     }
 
     void readLimits(const Field& field) {
-        const MappingReader m(field, {"max_body_bytes", "max_header_bytes", "max_header_count", "max_connections",
-                                      "header_timeout_ms", "body_idle_timeout_ms", "keepalive_timeout_ms",
-                                      "upstream_connect_timeout_ms", "upstream_first_byte_timeout_ms",
-                                      "stream_idle_timeout_ms", "client_write_timeout_ms",
-                                      "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes",
-                                      "drain_timeout_ms"});
+        const MappingReader m(
+            field,
+            {"max_body_bytes", "max_header_bytes", "max_header_count", "max_connections", "header_timeout_ms",
+             "body_idle_timeout_ms", "keepalive_timeout_ms", "upstream_connect_timeout_ms",
+             "upstream_first_byte_timeout_ms", "stream_idle_timeout_ms", "client_write_timeout_ms",
+             "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes", "drain_timeout_ms"});
         LimitsConfig& limits = config_.limits;
         if (auto f = m.get("max_body_bytes")) limits.max_body_bytes = readBytes(*f, 1, 1ull << 40);
         if (auto f = m.get("max_header_bytes")) limits.max_header_bytes = readBytes(*f, 1024, 64ull << 20);
-        if (auto f = m.get("max_header_count")) limits.max_header_count = static_cast<uint32_t>(readUint(*f, 1, 100'000));
+        if (auto f = m.get("max_header_count"))
+            limits.max_header_count = static_cast<uint32_t>(readUint(*f, 1, 100'000));
         if (auto f = m.get("max_connections"))
             limits.max_connections = static_cast<uint32_t>(readUint(*f, 1, 10'000'000));
         const std::pair<const char*, uint64_t LimitsConfig::*> timeouts[] = {
@@ -266,7 +270,8 @@ private:
         };
         for (const auto& [key, member] : timeouts)
             if (auto f = m.get(key)) limits.*member = readDurationMs(*f, 1, max_timeout_ms);
-        if (auto f = m.get("upstream_max_idle_connections")) limits.upstream_max_idle_connections = readUint(*f, 0, 100'000);
+        if (auto f = m.get("upstream_max_idle_connections"))
+            limits.upstream_max_idle_connections = readUint(*f, 0, 100'000);
         if (auto f = m.get("relay_buffer_bytes")) limits.relay_buffer_bytes = readBytes(*f, 1024, 1ull << 30);
         // 0 = exit at once on SIGTERM.
         if (auto f = m.get("drain_timeout_ms")) limits.drain_timeout_ms = readDurationMs(*f, 0, max_timeout_ms);
@@ -322,18 +327,17 @@ private:
             const std::optional<Field> name = m.get("name");
             if (!name) fail(missing(m, "name"), "missing (required)");
             backend.name = readString(*name);
-            const bool valid_name =
-                !backend.name.empty() && backend.name.size() <= 64 &&
-                std::all_of(backend.name.begin(), backend.name.end(), [](char c) {
-                    return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-                           c == '_' || c == '-';
-                });
+            const bool valid_name = !backend.name.empty() && backend.name.size() <= 64 &&
+                                    std::all_of(backend.name.begin(), backend.name.end(), [](char c) {
+                                        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+                                               (c >= '0' && c <= '9') || c == '.' || c == '_' || c == '-';
+                                    });
             // The name is a metrics label and a path segment (/backends/{name}/metrics).
             if (!valid_name) fail(*name, "backend name must be 1-64 characters of [A-Za-z0-9._-]");
             for (std::size_t i = 0; i < config_.backends.size(); ++i)
                 if (config_.backends[i].name == backend.name)
-                    fail(*name, "duplicate backend name \"" + backend.name + "\" (also " +
-                                    indexPath(field.path, i) + ")");
+                    fail(*name,
+                         "duplicate backend name \"" + backend.name + "\" (also " + indexPath(field.path, i) + ")");
 
             const std::optional<Field> url = m.get("url");
             if (!url) fail(missing(m, "url"), "missing (required)");
@@ -363,11 +367,10 @@ private:
                 backend.credential_env = readString(*f);
                 const std::string& env = backend.credential_env;
                 const bool valid_env =
-                    env.empty() || ((!(env[0] >= '0' && env[0] <= '9')) &&
-                                    std::all_of(env.begin(), env.end(), [](char c) {
-                                        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-                                               (c >= '0' && c <= '9') || c == '_';
-                                    }));
+                    env.empty() ||
+                    ((!(env[0] >= '0' && env[0] <= '9')) && std::all_of(env.begin(), env.end(), [](char c) {
+                         return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_';
+                     }));
                 if (!valid_env) fail(*f, "expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
             }
             config_.backends.push_back(std::move(backend));
@@ -395,7 +398,8 @@ private:
         if (auto f = m.get("required")) auth.required = readBool(*f);
         if (auto f = m.get("keys")) {
             for (const Field& item : readSequence(*f)) {
-                const MappingReader entry(item, {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min"});
+                const MappingReader entry(item,
+                                          {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min"});
                 const std::optional<Field> name = entry.get("name");
                 if (!name) fail(missing(entry, "name"), "missing (required)");
                 std::string key_name = readString(*name);
@@ -433,8 +437,8 @@ private:
         if (auto f = m.get("access")) {
             const std::string access = readString(*f);
             if (access.empty()) fail(*f, "expected stdout, stderr, off or a file path");
-            log.access = (access == "stdout" || access == "stderr" || access == "off") ? access
-                                                                                      : resolvePath(base_dir_, access);
+            log.access =
+                (access == "stdout" || access == "stderr" || access == "off") ? access : resolvePath(base_dir_, access);
         }
         if (auto f = m.get("level")) {
             log.level = readString(*f);

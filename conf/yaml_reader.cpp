@@ -38,9 +38,7 @@ std::string kindOf(const YAML::Node& node) {
 // yaml-cpp tags plain (unquoted) scalars "?" and quoted ones "!". Numbers and
 // booleans must be plain: `port: "8900"` is a string, and saying so catches
 // templating mistakes early.
-bool isPlainScalar(const YAML::Node& node) {
-    return node.IsScalar() && node.Tag() == "?";
-}
+bool isPlainScalar(const YAML::Node& node) { return node.IsScalar() && node.Tag() == "?"; }
 
 std::string rangeText(uint64_t min, uint64_t max) {
     if (max == std::numeric_limits<uint64_t>::max()) return "at least " + std::to_string(min);
@@ -48,8 +46,7 @@ std::string rangeText(uint64_t min, uint64_t max) {
 }
 
 void checkRange(const Field& field, uint64_t value, uint64_t min, uint64_t max) {
-    if (value < min || value > max)
-        fail(field, "must be " + rangeText(min, max) + ", got " + std::to_string(value));
+    if (value < min || value > max) fail(field, "must be " + rangeText(min, max) + ", got " + std::to_string(value));
 }
 
 // Digits only; nullopt on anything else or on overflow.
@@ -91,9 +88,7 @@ std::string indexPath(const std::string& parent, std::size_t index) {
     return parent + "[" + std::to_string(index) + "]";
 }
 
-void fail(const Field& at, const std::string& what) {
-    throw ConfigError(at.path, at.line, what);
-}
+void fail(const Field& at, const std::string& what) { throw ConfigError(at.path, at.line, what); }
 
 MappingReader::MappingReader(const Field& field, std::initializer_list<std::string_view> allowed_keys)
     : MappingReader(field) {
@@ -105,8 +100,7 @@ MappingReader::MappingReader(const Field& field, std::initializer_list<std::stri
             if (!list.empty()) list += ", ";
             list += key;
         }
-        fail({entry.value.path, entry.value.node, entry.key_line},
-             "unknown key; expected one of: " + list);
+        fail({entry.value.path, entry.value.node, entry.key_line}, "unknown key; expected one of: " + list);
     }
 }
 
@@ -119,15 +113,15 @@ MappingReader::MappingReader(const Field& field) : self_(field) {
         const YAML::Node key_node = it->first;
         const YAML::Node value_node = it->second;
         const int key_line = lineOf(key_node);
-        if (!key_node.IsScalar()) fail({field.path, key_node, key_line}, "expected a plain key, got " + kindOf(key_node));
+        if (!key_node.IsScalar())
+            fail({field.path, key_node, key_line}, "expected a plain key, got " + kindOf(key_node));
         const std::string& key = key_node.Scalar();
         const std::string path = childPath(field.path, key);
         // yaml-cpp keeps both copies of a repeated key and lookups see only the
         // first: a silent override an operator would never spot.
         for (const Entry& seen : entries_) {
             if (seen.key == key)
-                fail({path, key_node, key_line},
-                     "duplicate key (first at line " + std::to_string(seen.key_line) + ")");
+                fail({path, key_node, key_line}, "duplicate key (first at line " + std::to_string(seen.key_line) + ")");
         }
         const int value_line = value_node.IsNull() ? key_line : lineOf(value_node);
         entries_.push_back({key, key_line, {path, value_node, value_line ? value_line : key_line}});
@@ -190,7 +184,8 @@ uint64_t readUint(const Field& field, uint64_t min, uint64_t max) {
     rejectNegative(field, text, "expected a non-negative integer");
     const std::optional<uint64_t> value = parseDigits(text);
     if (!value) {
-        const bool all_digits = !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+        const bool all_digits =
+            !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
         fail(field, all_digits ? "must be " + rangeText(min, max) + ", got " + quoteValue(text)
                                : "expected an integer, got " + quoteValue(text));
     }
@@ -205,9 +200,12 @@ uint64_t readBytes(const Field& field, uint64_t min, uint64_t max) {
     rejectNegative(field, text, expected);
     const auto [digits, unit] = splitUnit(text);
     const std::optional<uint64_t> count = parseDigits(digits);
-    struct Unit { std::string_view name; uint64_t bytes; };
-    static constexpr Unit units[] = {{"", 1}, {"B", 1}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20},
-                                     {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
+    struct Unit {
+        std::string_view name;
+        uint64_t bytes;
+    };
+    static constexpr Unit units[] = {
+        {"", 1}, {"B", 1}, {"KiB", 1ull << 10}, {"MiB", 1ull << 20}, {"GiB", 1ull << 30}, {"TiB", 1ull << 40}};
     for (const Unit& u : units) {
         if (u.name != unit) continue;
         if (!count || (u.name.empty() && !isPlainScalar(field.node))) break;
@@ -227,7 +225,10 @@ uint64_t readDurationMs(const Field& field, uint64_t min, uint64_t max) {
     rejectNegative(field, text, expected);
     const auto [digits, unit] = splitUnit(text);
     const std::optional<uint64_t> count = parseDigits(digits);
-    struct Unit { std::string_view name; uint64_t ms; };
+    struct Unit {
+        std::string_view name;
+        uint64_t ms;
+    };
     static constexpr Unit units[] = {{"", 1}, {"ms", 1}, {"s", 1000}, {"min", 60'000}, {"h", 3'600'000}};
     for (const Unit& u : units) {
         if (u.name != unit) continue;
@@ -290,7 +291,8 @@ Field parseDocument(const std::string& text) {
         const int line = second.line + 1;
         const char c = second.pos >= 0 && static_cast<std::size_t>(second.pos) < text.size() ? text[second.pos] : 0;
         if (c == ',' || second.pos == starts.marks[0].pos)
-            throw ConfigError("", line, std::string("invalid YAML: unexpected '") + (c >= ' ' && c <= '~' ? c : '?') + "'");
+            throw ConfigError("", line,
+                              std::string("invalid YAML: unexpected '") + (c >= ' ' && c <= '~' ? c : '?') + "'");
         throw ConfigError("", line, "expected one YAML document; another starts here");
     }
     YAML::Node root;

@@ -52,9 +52,7 @@ void appendJsonString(std::string& out, std::string_view text) {
     out.push_back('"');
 }
 
-void appendField(std::string& out, std::string_view name) {
-    out.append(",\"").append(name).append("\":");
-}
+void appendField(std::string& out, std::string_view name) { out.append(",\"").append(name).append("\":"); }
 
 void appendMillis(std::string& out, double seconds) {
     char text[32];
@@ -82,13 +80,17 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     appendField(out, "path");
     appendJsonString(out, r.path);
     appendField(out, "key");
-    if (r.key_name.empty()) out.append("null"); else appendJsonString(out, r.key_name);
+    if (r.key_name.empty()) out.append("null");
+    else appendJsonString(out, r.key_name);
     appendField(out, "key_hash");
-    if (r.key_hash.empty()) out.append("null"); else appendJsonString(out, r.key_hash);
+    if (r.key_hash.empty()) out.append("null");
+    else appendJsonString(out, r.key_hash);
     appendField(out, "backend");
-    if (r.backend.empty()) out.append("null"); else appendJsonString(out, r.backend);
+    if (r.backend.empty()) out.append("null");
+    else appendJsonString(out, r.backend);
     appendField(out, "rank");
-    if (r.rank < 0) out.append("null"); else out.append(std::to_string(r.rank));
+    if (r.rank < 0) out.append("null");
+    else out.append(std::to_string(r.rank));
     appendField(out, "status");
     out.append(std::to_string(r.status));
     appendField(out, "stream");
@@ -96,13 +98,17 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     appendField(out, "images");
     out.append(std::to_string(r.images));
     appendField(out, "prompt_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->prompt_tokens)); else out.append("null");
+    if (r.usage) out.append(std::to_string(r.usage->prompt_tokens));
+    else out.append("null");
     appendField(out, "cached_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->cached_prompt_tokens)); else out.append("null");
+    if (r.usage) out.append(std::to_string(r.usage->cached_prompt_tokens));
+    else out.append("null");
     appendField(out, "completion_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->completion_tokens)); else out.append("null");
+    if (r.usage) out.append(std::to_string(r.usage->completion_tokens));
+    else out.append("null");
     appendField(out, "ttfb_ms");
-    if (r.ttfb_seconds < 0) out.append("null"); else appendMillis(out, r.ttfb_seconds);
+    if (r.ttfb_seconds < 0) out.append("null");
+    else appendMillis(out, r.ttfb_seconds);
     appendField(out, "duration_ms");
     appendMillis(out, std::chrono::duration<double>(now - r.started).count());
     appendField(out, "bytes_in");
@@ -112,7 +118,8 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     appendField(out, "retries");
     out.append(std::to_string(r.retries));
     appendField(out, "rejection");
-    if (r.rejection.empty()) out.append("null"); else appendJsonString(out, r.rejection);
+    if (r.rejection.empty()) out.append("null");
+    else appendJsonString(out, r.rejection);
     if (r.count_mismatch) {
         appendField(out, "count_mismatch");
         out.append("{\"dpgate\":").append(std::to_string(r.count_mismatch->dpgate));

@@ -127,20 +127,20 @@ http::response<http::string_body> AdminListener::status() const {
     auto now = std::chrono::steady_clock::now();
     for (const BackendView& b : backends.snapshot()) {
         size_t index = *backends.find(b.name);
-        const RankTable* table = index < rank_tables_.size() && rank_tables_[index].fetched ? &rank_tables_[index]
-                                                                                            : nullptr;
+        const RankTable* table =
+            index < rank_tables_.size() && rank_tables_[index].fetched ? &rank_tables_[index] : nullptr;
         nlohmann::json ranks = nlohmann::json::array();
         for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r) {
             // dpgate's view of the slot, then the backend's own view of the rank.
             const metrics::BackendRankRow* row = table ? table->table.find(int(r)) : nullptr;
-            ranks.push_back({{"rank", r},
-                             {"queued_prefill_tokens",
-                              server_.router().queuedPrefill(index, r)},
-                             {"recent_prefill_tokens", std::llround(server_.router().recentWork(index, r, now))},
-                             {"running", optionalNumber(row ? row->running : std::nullopt)},
-                             {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
-                             {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},
-                             {"prefix_cache_hit_ratio", optionalNumber(row ? row->prefix_cache_hit_ratio : std::nullopt)}});
+            ranks.push_back(
+                {{"rank", r},
+                 {"queued_prefill_tokens", server_.router().queuedPrefill(index, r)},
+                 {"recent_prefill_tokens", std::llround(server_.router().recentWork(index, r, now))},
+                 {"running", optionalNumber(row ? row->running : std::nullopt)},
+                 {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
+                 {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},
+                 {"prefix_cache_hit_ratio", optionalNumber(row ? row->prefix_cache_hit_ratio : std::nullopt)}});
         }
         nlohmann::json backend_metrics = nullptr;
         if (table)
@@ -184,15 +184,16 @@ awaitable<http::response<http::string_body>> AdminListener::flip(std::string_vie
         target = backends.find(target_name);
     }
     if (!target) {
-        ApiError error = ApiError::notFound(target_name.empty()
-                                                ? "there is no standby to flip to."
-                                                : "no backend named '" + std::string(clipUtf8(target_name, 200)) + "'.");
+        ApiError error = ApiError::notFound(target_name.empty() ? "there is no standby to flip to."
+                                                                : "no backend named '" +
+                                                                      std::string(clipUtf8(target_name, 200)) + "'.");
         co_return errorResponse(error);
     }
     // Identity is proved now, not remembered: a standby that was fine a probe
     // interval ago may have been restarted with another model or window.
     const conf::Config& config = server_.config();
-    ProbeResult probe = co_await HealthChecker::probe(backends.config(*target), config.model.id, config.health.timeout_ms);
+    ProbeResult probe =
+        co_await HealthChecker::probe(backends.config(*target), config.model.id, config.health.timeout_ms);
     std::optional<std::string> refusal = backends.flipTo(*target, probe, config.model.window_tokens);
     if (refusal) {
         logLine(LogLevel::warn, "admin flip to " + backends.config(*target).name + " refused: " + *refusal);
@@ -231,8 +232,8 @@ awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::
     HealthChecker::Fetched fetched =
         co_await HealthChecker::fetch(backends.config(*index), "/metrics", server_.config().health.timeout_ms * 5);
     if (fetched.status == 0) {
-        ApiError error = ApiError::badGateway("backend '" + std::string(name) + "': " + fetched.error + ".",
-                                              "backend_unreachable");
+        ApiError error =
+            ApiError::badGateway("backend '" + std::string(name) + "': " + fetched.error + ".", "backend_unreachable");
         co_return errorResponse(error);
     }
     // Verbatim: status, content type and body as the backend sent them.
@@ -258,9 +259,9 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     // Every admin endpoint needs the admin token; client keys do not open it.
     std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
-        ApiError error = ApiError::unauthorized(keys->hasAdminToken()
-                                                    ? "the admin API needs 'Authorization: Bearer <admin token>'."
-                                                    : "the admin API is closed: no admin.token is configured.");
+        ApiError error =
+            ApiError::unauthorized(keys->hasAdminToken() ? "the admin API needs 'Authorization: Bearer <admin token>'."
+                                                         : "the admin API is closed: no admin.token is configured.");
         error.code = "invalid_admin_token";
         http::response<http::string_body> response = errorResponse(error);
         response.set(http::field::www_authenticate, "Bearer");
@@ -297,8 +298,8 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
         std::string_view to = query.starts_with("to=") ? query.substr(3) : std::string_view();
         co_return co_await flip(to);
     }
-    for (auto [prefix, drained] : {std::pair{std::string_view("/admin/drain/"), true},
-                                   std::pair{std::string_view("/admin/undrain/"), false}})
+    for (auto [prefix, drained] :
+         {std::pair{std::string_view("/admin/drain/"), true}, std::pair{std::string_view("/admin/undrain/"), false}})
         if (post && path.starts_with(prefix)) co_return drain(path.substr(prefix.size()), drained);
     ApiError error = ApiError::notFound("no admin route for " + std::string(clipUtf8(request.method_string(), 32)) +
                                         " " + std::string(clipUtf8(path, 200)) + ".");

@@ -1,6 +1,5 @@
 #include "gateway/api_error.hpp"
 
-
 namespace dpgate {
 
 namespace {
@@ -142,10 +141,8 @@ std::string ApiError::json() const noexcept {
     std::string out;
     out.reserve(64 + message.size() + type.size() + param.size() + code.size());
     const auto nullable = [&out](const std::string& text) {
-        if (text.empty())
-            out.append("null");
-        else
-            appendJsonString(out, text);
+        if (text.empty()) out.append("null");
+        else appendJsonString(out, text);
     };
     out.append(R"({"error":{"code":)");
     nullable(code);

@@ -31,9 +31,9 @@ struct ApiError {
     static ApiError conflict(std::string message, std::string code);
     static ApiError payloadTooLarge(std::string message, std::string code = "request_too_large");
     static ApiError expectationFailed(std::string message);
-    static ApiError rateLimited(std::string message);  // 429 rate_limit_exceeded
+    static ApiError rateLimited(std::string message);     // 429 rate_limit_exceeded
     static ApiError headerTooLarge(std::string message);  // 431
-    static ApiError internal(std::string message);  // 500 internal_error
+    static ApiError internal(std::string message);        // 500 internal_error
     static ApiError badGateway(std::string message, std::string code);
     static ApiError unavailable(std::string message, std::string code, std::string type = "upstream_error");
     static ApiError gatewayTimeout(std::string message, std::string code);

@@ -86,7 +86,8 @@ void BackendRegistry::recordPassiveFailure(size_t index, const std::string& why)
 void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
     std::lock_guard lock(mutex_);
     Backend& b = backends_.at(index);
-    bool serves_model = std::find(result.model_ids.begin(), result.model_ids.end(), model_id_) != result.model_ids.end();
+    bool serves_model =
+        std::find(result.model_ids.begin(), result.model_ids.end(), model_id_) != result.model_ids.end();
     if (result.models_ok) {
         b.model_ids = result.model_ids;
         if (result.max_model_len != 0) b.reported_window = result.max_model_len;
@@ -97,8 +98,8 @@ void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
     } else {
         b.health.probeFailed();
         b.last_error = !result.error.empty() ? result.error
-                       : !serves_model      ? "backend does not list model " + model_id_
-                                            : "probe failed";
+                       : !serves_model       ? "backend does not list model " + model_id_
+                                             : "probe failed";
     }
     republishLocked();
 }
@@ -133,8 +134,8 @@ void BackendRegistry::republishLocked() {
             load_index.push_back(load_offset_[i] + r);
         }
     }
-    auto table = std::make_shared<RoutingTable>(RoutingTable{routing::SlotChooser(std::move(slots), chooser_options_),
-                                                             std::move(load_index)});
+    auto table = std::make_shared<RoutingTable>(
+        RoutingTable{routing::SlotChooser(std::move(slots), chooser_options_), std::move(load_index)});
     std::atomic_store(&table_, std::shared_ptr<const RoutingTable>(std::move(table)));
 }
 
@@ -146,8 +147,7 @@ std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids,
-                       b.last_error});
+        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids, b.last_error});
     return out;
 }
 

@@ -9,8 +9,8 @@
 #include "routing/slot_chooser.hpp"
 
 #include <atomic>
-#include <memory>
 #include <cstdint>
+#include <memory>
 #include <mutex>
 #include <optional>
 #include <string>
@@ -19,11 +19,11 @@
 namespace dpgate::gateway {
 
 struct ProbeResult {
-    bool health_ok = false;            // GET /health answered 200
-    bool models_ok = false;            // GET /v1/models answered a parseable list
+    bool health_ok = false;  // GET /health answered 200
+    bool models_ok = false;  // GET /v1/models answered a parseable list
     std::vector<std::string> model_ids;
-    uint64_t max_model_len = 0;        // of the served model id; 0 = not reported
-    std::string error;                 // why the probe failed, for status and logs
+    uint64_t max_model_len = 0;  // of the served model id; 0 = not reported
+    std::string error;           // why the probe failed, for status and logs
 };
 
 // The slots requests may go to now, rebuilt whenever a backend's

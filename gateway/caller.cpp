@@ -22,8 +22,8 @@ KeyLeaseResult leaseKey(std::shared_ptr<auth::KeyLimiter> limiter, const std::op
         uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     const auth::RateDecision decision = limiter->tryAcquire(key->name, now_ms);
     if (!decision.allowed) {
-        out.refusal =
-            ApiError::rateLimited("Rate limit reached for key '" + key->name + "': " + std::string(decision.reason) + ".");
+        out.refusal = ApiError::rateLimited("Rate limit reached for key '" + key->name +
+                                            "': " + std::string(decision.reason) + ".");
         out.retry_after_seconds = decision.retry_after_seconds;
         return out;
     }

@@ -34,17 +34,18 @@ void ClientSession::start(std::shared_ptr<ClientSession> session) {
     net::io_context& io = session->worker_.io();
     // run() answers every exception of a request itself; one that escapes
     // the session (a failed answer to it, say) is logged, never dropped.
-    net::co_spawn(io, [s = std::move(session)]() -> awaitable<void> { co_await s->run(); },
-                  [](std::exception_ptr failure) {
-                      if (!failure) return;
-                      try {
-                          std::rethrow_exception(failure);
-                      } catch (const std::exception& e) {
-                          logLine(LogLevel::error, std::string("client session ended by an exception: ") + e.what());
-                      } catch (...) {
-                          logLine(LogLevel::error, "client session ended by an unknown exception");
-                      }
-                  });
+    net::co_spawn(
+        io, [s = std::move(session)]() -> awaitable<void> { co_await s->run(); },
+        [](std::exception_ptr failure) {
+            if (!failure) return;
+            try {
+                std::rethrow_exception(failure);
+            } catch (const std::exception& e) {
+                logLine(LogLevel::error, std::string("client session ended by an exception: ") + e.what());
+            } catch (...) {
+                logLine(LogLevel::error, "client session ended by an unknown exception");
+            }
+        });
 }
 
 void ClientSession::closeIfIdle() {
@@ -128,8 +129,8 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         }
         if (head_bytes != 0 && head_bytes <= limits.max_header_bytes) break;
         if (head_bytes > limits.max_header_bytes || buffer_.size() > limits.max_header_bytes) {
-            ApiError refusal =
-                ApiError::headerTooLarge("request header exceeds " + std::to_string(limits.max_header_bytes) + " bytes.");
+            ApiError refusal = ApiError::headerTooLarge("request header exceeds " +
+                                                        std::to_string(limits.max_header_bytes) + " bytes.");
             co_return co_await refuseRequest(refusal);
         }
         auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(8192), use_nothrow);
@@ -142,17 +143,17 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
     std::string_view head(static_cast<const char*>(buffer_.data().data()), head_bytes);
     FramingVerdict framing = checkRequestFraming(head, {limits.max_header_bytes, limits.max_header_count});
     if (!framing.ok()) {
-        ApiError refusal = framing.status == 431 ? ApiError::headerTooLarge(framing.message)
-                                                 : ApiError::badRequest(framing.message);
+        ApiError refusal =
+            framing.status == 431 ? ApiError::headerTooLarge(framing.message) : ApiError::badRequest(framing.message);
         refusal.http_status = static_cast<unsigned>(framing.status);
         co_return co_await refuseRequest(refusal);
     }
 
     if (framing.has_content_length && framing.content_length > limits.max_body_bytes) {
         // Refused from the header alone, before a body byte is read.
-        ApiError refusal = ApiError::payloadTooLarge("request body is " + std::to_string(framing.content_length) +
-                                                     " bytes; the limit is " + std::to_string(limits.max_body_bytes) +
-                                                     " bytes.");
+        ApiError refusal =
+            ApiError::payloadTooLarge("request body is " + std::to_string(framing.content_length) +
+                                      " bytes; the limit is " + std::to_string(limits.max_body_bytes) + " bytes.");
         co_return co_await refuseRequest(refusal);
     }
 
@@ -240,8 +241,16 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
     bool failed = false;
     std::string failure;
     try {
-        RequestContext context{*this,  worker_, server, config, request, record, request.keep_alive() && !worker_.stopping(),
-                               config.metrics.enabled ? &server.metrics() : nullptr, std::nullopt, auth::KeyLease()};
+        RequestContext context{*this,
+                               worker_,
+                               server,
+                               config,
+                               request,
+                               record,
+                               request.keep_alive() && !worker_.stopping(),
+                               config.metrics.enabled ? &server.metrics() : nullptr,
+                               std::nullopt,
+                               auth::KeyLease()};
         request_ = &context;
         keep_alive = co_await serveRequest(context);
     } catch (const std::exception& e) {

@@ -9,8 +9,8 @@ namespace dpgate::gateway {
 
 bool isHopByHop(std::string_view name) {
     static constexpr std::array<std::string_view, 9> kHopByHop = {
-        "connection", "keep-alive", "proxy-connection", "te", "trailer",
-        "transfer-encoding", "upgrade", "proxy-authenticate", "proxy-authorization"};
+        "connection", "keep-alive",         "proxy-connection",   "te", "trailer", "transfer-encoding",
+        "upgrade",    "proxy-authenticate", "proxy-authorization"};
     for (std::string_view h : kHopByHop)
         if (beast::iequals(name, h)) return true;
     return false;
@@ -48,8 +48,7 @@ void forEachEndToEndField(const http::fields& from, std::initializer_list<std::s
 
 }  // namespace
 
-void copyEndToEndFields(const http::fields& from, http::fields& to,
-                        std::initializer_list<std::string_view> also_drop) {
+void copyEndToEndFields(const http::fields& from, http::fields& to, std::initializer_list<std::string_view> also_drop) {
     forEachEndToEndField(from, also_drop, [&](const auto& field) { to.insert(field.name_string(), field.value()); });
 }
 

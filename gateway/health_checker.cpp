@@ -10,9 +10,9 @@ namespace dpgate::gateway {
 namespace {
 
 awaitable<std::pair<error_code, http::response<http::string_body>>> get(beast::tcp_stream& stream,
-                                                                          beast::flat_buffer& buffer,
-                                                                          const conf::BackendConfig& backend,
-                                                                          const char* target) {
+                                                                        beast::flat_buffer& buffer,
+                                                                        const conf::BackendConfig& backend,
+                                                                        const char* target) {
     http::request<http::empty_body> request{http::verb::get, target, 11};
     request.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
     request.set(http::field::user_agent, "dpgate-health");
@@ -74,8 +74,8 @@ awaitable<ProbeResult> HealthChecker::probe(const conf::BackendConfig& backend, 
 
     auto [mec, models] = co_await get(stream, buffer, backend, "/v1/models");
     if (mec || models.result_int() != 200) {
-        result.error = mec ? "GET /v1/models: " + mec.message()
-                           : "GET /v1/models answered " + std::to_string(models.result_int());
+        result.error =
+            mec ? "GET /v1/models: " + mec.message() : "GET /v1/models answered " + std::to_string(models.result_int());
         co_return result;
     }
     auto list = nlohmann::json::parse(models.body(), nullptr, /*allow_exceptions=*/false);

@@ -123,7 +123,8 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection, Parser
     error_code rec;
     while (!rec && !parser.is_header_done()) {
         constexpr size_t kReadBytes = 16 * 1024;
-        auto [read_ec, rn] = co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
+        auto [read_ec, rn] =
+            co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
         rec = read_ec;
         if (rec) break;
         connection.buffer.commit(rn);
@@ -134,7 +135,7 @@ awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection, Parser
         // A pooled connection the backend closed while it sat idle fails
         // before any byte of an answer: the request never ran, send it again.
         co_return (connection.reused && !parser.got_some() && isConnectionDrop(rec)) ? Attempt::retry_fresh
-                                                                                   : Attempt::failed;
+                                                                                     : Attempt::failed;
     }
     co_return Attempt::ok;
 }
@@ -257,8 +258,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     c_.record.status = upstream.result_int();
     // A non-stream answer comes when the work is done; a stream's prefill
     // ends with its first body byte (below).
-    const bool event_stream =
-        beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
+    const bool event_stream = beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
     if (!event_stream) slot.prefillDone();
     if (upstream.result_int() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
 
@@ -337,11 +337,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             std::string why = rec == beast::error::timeout
                                   ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
                                   : rec.message();
-            logLine(LogLevel::warn, "request " + c_.record.request_id + ": upstream " + backend_name + " broke mid-response: " + why);
+            logLine(LogLevel::warn,
+                    "request " + c_.record.request_id + ": upstream " + backend_name + " broke mid-response: " + why);
             if (!header_sent) {
                 // Nothing reached the client yet: it gets a clean gateway error.
-                ApiError failure =
-                    ApiError::badGateway("backend '" + backend_name + "' broke off its response: " + why + ".", "backend_error");
+                ApiError failure = ApiError::badGateway(
+                    "backend '" + backend_name + "' broke off its response: " + why + ".", "backend_error");
                 co_await c_.session.writeError(failure, false);
                 co_return false;
             }

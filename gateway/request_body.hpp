@@ -36,7 +36,8 @@ struct RequestBody {
         void init(const boost::optional<std::uint64_t>& length, error_code& ec) {
             ec = {};
             declared_ = length.value_or(0);
-            if (declared_ > 0) body_.reserve(std::size_t(std::min<std::uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
+            if (declared_ > 0)
+                body_.reserve(std::size_t(std::min<std::uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
         }
 
         template <class ConstBufferSequence>
@@ -51,8 +52,7 @@ struct RequestBody {
             if (declared_ > kFirstReserveBytes && size + extra >= kFirstReserveBytes / 2 &&
                 body_.capacity() < declared_ + kPaddingBytes)
                 body_.reserve(std::max<std::size_t>(std::size_t(declared_) + kPaddingBytes, needed));
-            else if (body_.capacity() < needed)
-                body_.reserve(std::max(needed, 2 * body_.capacity()));
+            else if (body_.capacity() < needed) body_.reserve(std::max(needed, 2 * body_.capacity()));
             body_.resize(size + extra);
             net::buffer_copy(net::buffer(body_.data() + size, extra), buffers);
             ec = {};

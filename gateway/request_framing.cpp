@@ -83,8 +83,7 @@ FramingVerdict checkRequestFraming(std::string_view head, const FramingLimits& l
         if (line.front() == ' ' || line.front() == '\t')
             return bad("obsolete line folding (obs-fold) in the request header is not accepted.");
         if (++field_count > limits.max_header_count)
-            return {431, "request has more than " + std::to_string(limits.max_header_count) +
-                             " header fields."};
+            return {431, "request has more than " + std::to_string(limits.max_header_count) + " header fields."};
         size_t colon = line.find(':');
         if (colon == std::string_view::npos || colon == 0) return bad("malformed header field.");
         std::string_view name = line.substr(0, colon);
@@ -104,7 +103,8 @@ FramingVerdict checkRequestFraming(std::string_view head, const FramingLimits& l
 
     if (host_fields > 1) return bad("more than one Host header field.");
     for (std::string_view cl : content_lengths) {
-        if (cl.empty() || cl.size() > 19 || !std::all_of(cl.begin(), cl.end(), [](char c) { return c >= '0' && c <= '9'; }))
+        if (cl.empty() || cl.size() > 19 ||
+            !std::all_of(cl.begin(), cl.end(), [](char c) { return c >= '0' && c <= '9'; }))
             return bad("invalid Content-Length.");
         if (cl != content_lengths.front()) return bad("conflicting Content-Length values.");
     }
@@ -114,13 +114,11 @@ FramingVerdict checkRequestFraming(std::string_view head, const FramingLimits& l
         for (char c : content_lengths.front()) verdict.content_length = verdict.content_length * 10 + uint64_t(c - '0');
     }
     if (has_transfer_encoding) {
-        if (!content_lengths.empty())
-            return bad("both Content-Length and Transfer-Encoding are present.");
+        if (!content_lengths.empty()) return bad("both Content-Length and Transfer-Encoding are present.");
         if (http10) return bad("Transfer-Encoding on an HTTP/1.0 request is not accepted.");
         if (transfer_codings.empty() || !iequals(transfer_codings.back(), "chunked"))
             return bad("Transfer-Encoding must end in chunked.");
-        if (transfer_codings.size() != 1)
-            return bad("only the chunked transfer coding is accepted.");
+        if (transfer_codings.size() != 1) return bad("only the chunked transfer coding is accepted.");
     }
     return verdict;
 }

@@ -16,8 +16,8 @@ struct FramingLimits {
 };
 
 struct FramingVerdict {
-    int status = 0;        // 0 = acceptable; else 400 or 431
-    std::string message;   // what was wrong, for the error body
+    int status = 0;       // 0 = acceptable; else 400 or 431
+    std::string message;  // what was wrong, for the error body
     bool has_content_length = false;
     uint64_t content_length = 0;  // when has_content_length: the (single) declared length
     bool ok() const { return status == 0; }

@@ -28,11 +28,11 @@ constexpr size_t kQuotedBytes = 200;
 // Every turn of a conversation goes to the slot holding its prefix.
 uint64_t affinityOf(const RequestContext& c, const admission::Admitted& admitted) {
     std::string_view session_key = c.request[c.config.routing.session_header];
-    return routing::affinityKey(
-               session_key.empty() ? std::nullopt : std::optional<std::string_view>(session_key),
-               admitted.has_prompt_cache_key ? std::optional<std::string_view>(admitted.prompt_cache_key)
-                                             : std::nullopt,
-               admitted.head_hash)
+    return routing::affinityKey(session_key.empty() ? std::nullopt : std::optional<std::string_view>(session_key),
+                                admitted.has_prompt_cache_key
+                                    ? std::optional<std::string_view>(admitted.prompt_cache_key)
+                                    : std::nullopt,
+                                admitted.head_hash)
         .key;
 }
 
@@ -75,10 +75,10 @@ awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
         }
         co_return (co_await c.session.writeResponse(response) && c.keep_alive);
     }
-    ApiError error = ApiError::notFound(
-        "no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
-        std::string(clipUtf8(path, kQuotedBytes)) +
-        "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models and /health.");
+    ApiError error =
+        ApiError::notFound("no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
+                           std::string(clipUtf8(path, kQuotedBytes)) +
+                           "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models and /health.");
     co_return co_await c.session.writeError(error, c.keep_alive);
 }
 
@@ -105,7 +105,8 @@ awaitable<bool> serveRequest(RequestContext& c) {
     if (path.starts_with("/v1/")) {
         Authentication who = authenticate(*c.server.keys(), c.request[http::field::authorization]);
         if (who.refusal)
-            co_return co_await c.session.writeError(*who.refusal, c.keep_alive, http::field::www_authenticate, "Bearer");
+            co_return co_await c.session.writeError(*who.refusal, c.keep_alive, http::field::www_authenticate,
+                                                    "Bearer");
         c.key = std::move(who.key);
         if (c.key) {
             c.record.key_name = c.key->name;
@@ -153,18 +154,15 @@ awaitable<bool> serveRequest(RequestContext& c) {
     const RetryObserver on_retry = [&c](const SlotLease& failed, const std::string& why, const SlotLease& next) {
         ++c.record.retries;
         logLine(LogLevel::warn, "request " + c.record.request_id + ": backend " + failed.backendName() + " rank " +
-                                    std::to_string(failed.rank()) + " " + why + "; retrying on " +
-                                    next.backendName() + " rank " + std::to_string(next.rank()));
+                                    std::to_string(failed.rank()) + " " + why + "; retrying on " + next.backendName() +
+                                    " rank " + std::to_string(next.rank()));
     };
     Forwarded forwarded = co_await forwardWithRetry(router, plan, pin, relay, on_retry);
     switch (forwarded.answer.kind) {
-        case UpstreamAnswer::Kind::client_gone:
-            co_return false;
+        case UpstreamAnswer::Kind::client_gone: co_return false;
         case UpstreamAnswer::Kind::failed:
-        case UpstreamAnswer::Kind::timed_out:
-            co_return co_await relay.answerFailure(forwarded.lease, forwarded.answer);
-        case UpstreamAnswer::Kind::answered:
-            break;
+        case UpstreamAnswer::Kind::timed_out: co_return co_await relay.answerFailure(forwarded.lease, forwarded.answer);
+        case UpstreamAnswer::Kind::answered: break;
     }
     const bool keep_alive = co_await relay.relayAnswer(forwarded.lease);
 

@@ -112,9 +112,8 @@ int Server::run() {
     signals.async_wait(on_signal);
 
     // Tests and scripts wait for this exact line on stdout.
-    std::cout << "dpgate listening on " << config_.listen.address << ":" << port << " (admin "
-              << config_.admin.address << ":" << admin_port << ", " << workers_.size() << " threads)"
-              << std::endl;
+    std::cout << "dpgate listening on " << config_.listen.address << ":" << port << " (admin " << config_.admin.address
+              << ":" << admin_port << ", " << workers_.size() << " threads)" << std::endl;
 
     for (auto& w : workers_) w->start();
     for (auto& w : workers_) w->join();

@@ -4,22 +4,22 @@
 
 #include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
+#include "gateway/access_log.hpp"
 #include "gateway/auth/key_limiter.hpp"
 #include "gateway/auth/key_store.hpp"
-#include "gateway/model_files.hpp"
-#include "gateway/access_log.hpp"
 #include "gateway/backend_registry.hpp"
 #include "gateway/count_check.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/model_files.hpp"
 #include "gateway/net.hpp"
 #include "gateway/router.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 
 #include <atomic>
+#include <memory>
 #include <mutex>
 #include <optional>
-#include <memory>
 #include <vector>
 
 namespace dpgate::gateway {
@@ -72,7 +72,7 @@ private:
     void beginShutdown();
     void pollDrain(std::chrono::steady_clock::time_point deadline);
 
-    conf::Config config_;  // the first epoch
+    conf::Config config_;                                        // the first epoch
     std::vector<std::unique_ptr<const conf::Config>> reloaded_;  // later epochs, never freed
     std::atomic<const conf::Config*> current_;
     std::mutex reload_mutex_;

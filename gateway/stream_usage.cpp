@@ -10,9 +10,7 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
 // not parsed: only a `"usage"` key whose value starts with '{' can matter.
@@ -260,10 +258,8 @@ std::string sseEventData(std::string_view event) {
         // Skip the terminator: CRLF counts as one.
         pos = end;
         if (pos < event.size() && event[pos] == '\r') ++pos;
-        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n')
-            ++pos;
-        else if (end < event.size() && event[end] == '\n')
-            ++pos;
+        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n') ++pos;
+        else if (end < event.size() && event[end] == '\n') ++pos;
 
         if (!line.starts_with("data")) continue;
         std::string_view value;
@@ -304,13 +300,9 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
     return false;
 }
 
-void SseUsageParser::observe(std::string_view bytes) {
-    feed(bytes, nullptr);
-}
+void SseUsageParser::observe(std::string_view bytes) { feed(bytes, nullptr); }
 
-void SseUsageParser::filter(std::string_view bytes, std::string& forward) {
-    feed(bytes, &forward);
-}
+void SseUsageParser::filter(std::string_view bytes, std::string& forward) { feed(bytes, &forward); }
 
 void SseUsageParser::feed(std::string_view bytes, std::string* forward) {
     const bool filtering = forward != nullptr;

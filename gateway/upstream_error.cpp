@@ -44,8 +44,11 @@ std::string openAiErrorBody(unsigned status, std::string_view body, const std::s
                                    .code = stringOr(parsed, "code", "")});
         // FastAPI's {"detail": "..."} for routes it rejects itself.
         if (auto detail = parsed.find("detail"); detail != parsed.end() && detail->is_string())
-            return answer(ApiError{.http_status = status, .message = detail->get<std::string>(),
-                                       .type = "upstream_error", .param = {}, .code = {}});
+            return answer(ApiError{.http_status = status,
+                                   .message = detail->get<std::string>(),
+                                   .type = "upstream_error",
+                                   .param = {},
+                                   .code = {}});
     }
     std::string text = parsed.is_discarded() ? excerpt(body) : std::string();
     return answer(ApiError{.http_status = status,

@@ -1,7 +1,5 @@
 #include "gateway/upstream_pool.hpp"
 
-
-
 namespace dpgate::gateway {
 
 UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,

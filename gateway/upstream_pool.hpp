@@ -58,7 +58,7 @@ private:
     const size_t max_idle_;
     const uint64_t connect_timeout_ms_;
     const std::chrono::milliseconds idle_timeout_;
-    std::vector<tcp::endpoint> endpoints_;  // resolved once, on first use
+    std::vector<tcp::endpoint> endpoints_;                  // resolved once, on first use
     std::deque<std::unique_ptr<UpstreamConnection>> idle_;  // most recently used at the back
 };
 

@@ -14,15 +14,17 @@ Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
       admitter_(server.tokenizer(), server.chatTemplate(),
-                [] { return std::chrono::duration_cast<std::chrono::seconds>(
-                                std::chrono::system_clock::now().time_since_epoch()).count(); }),
+                [] {
+                    return std::chrono::duration_cast<std::chrono::seconds>(
+                               std::chrono::system_clock::now().time_since_epoch())
+                        .count();
+                }),
       random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)
-        pools_.push_back(std::make_unique<UpstreamPool>(io_, deadlines_, config.backends[b], server.idleUpstream(b),
-                                                        config.limits.upstream_max_idle_connections,
-                                                        config.limits.upstream_connect_timeout_ms,
-                                                        config.limits.upstream_idle_timeout_ms));
+        pools_.push_back(std::make_unique<UpstreamPool>(
+            io_, deadlines_, config.backends[b], server.idleUpstream(b), config.limits.upstream_max_idle_connections,
+            config.limits.upstream_connect_timeout_ms, config.limits.upstream_idle_timeout_ms));
 }
 
 uint16_t Worker::listen(const tcp::endpoint& endpoint) {
@@ -173,8 +175,7 @@ void Worker::beginShutdown() {
 
 void Worker::closeAll() {
     net::post(io_, [this] {
-        for (ClientSession* session : std::vector<ClientSession*>(sessions_.begin(), sessions_.end()))
-            session->close();
+        for (ClientSession* session : std::vector<ClientSession*>(sessions_.begin(), sessions_.end())) session->close();
     });
 }
 

@@ -10,20 +10,15 @@ namespace {
 constexpr uint64_t explicit_key_seed = 0x5e5510ca11ab1e01ULL;
 constexpr uint64_t head_key_seed = 0x4ead0fc0a7e25a71ULL;
 
-bool isSystemRole(std::string_view role) {
-    return role == "system" || role == "developer";
-}
+bool isSystemRole(std::string_view role) { return role == "system" || role == "developer"; }
 
 }  // namespace
 
 std::string_view affinitySourceName(AffinitySource source) {
     switch (source) {
-        case AffinitySource::session_header:
-            return "session_header";
-        case AffinitySource::prompt_cache_key:
-            return "prompt_cache_key";
-        case AffinitySource::conversation_head:
-            return "conversation_head";
+        case AffinitySource::session_header: return "session_header";
+        case AffinitySource::prompt_cache_key: return "prompt_cache_key";
+        case AffinitySource::conversation_head: return "conversation_head";
     }
     return "unknown";
 }

@@ -8,8 +8,7 @@
 namespace dpgate::routing {
 
 CacheEstimate::CacheEstimate(size_t capacity_keys)
-    : entries_(std::bit_ceil(std::max(capacity_keys, kSetKeys))),
-      set_mask_(entries_.size() / kSetKeys - 1) {}
+    : entries_(std::bit_ceil(std::max(capacity_keys, kSetKeys))), set_mask_(entries_.size() / kSetKeys - 1) {}
 
 const CacheEstimate::Entry* CacheEstimate::find(uint64_t key) const {
     const Entry* set = &entries_[setOf(key) * kSetKeys];

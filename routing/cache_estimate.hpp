@@ -13,10 +13,10 @@
 // on every key while nothing is overloaded. Thread-safe (striped locks): the gateway's workers share one.
 #pragma once
 
-#include <cstddef>
-#include <cstdint>
 #include <array>
 #include <atomic>
+#include <cstddef>
+#include <cstdint>
 #include <mutex>
 #include <optional>
 #include <span>

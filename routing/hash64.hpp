@@ -51,8 +51,6 @@ private:
     uint64_t state_;
 };
 
-inline uint64_t hashBytes(std::string_view bytes, uint64_t seed) {
-    return Hasher64(seed).addField(bytes).digest();
-}
+inline uint64_t hashBytes(std::string_view bytes, uint64_t seed) { return Hasher64(seed).addField(bytes).digest(); }
 
 }  // namespace dpgate::routing

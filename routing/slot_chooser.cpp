@@ -59,13 +59,11 @@ double SlotChooser::loadBound(const RouteRequest& request, size_t home_slot) con
     double total = request.uncached_tokens[home_slot];
     for (double load : request.loads) total += load;
     double mean = slots_.empty() ? 0.0 : total / double(slots_.size());
-    return options_.balance_factor * mean + options_.slack_requests * request.prompt_tokens +
-           options_.slack_tokens;
+    return options_.balance_factor * mean + options_.slack_requests * request.prompt_tokens + options_.slack_tokens;
 }
 
 size_t SlotChooser::anchor(const RouteRequest& request) const {
-    assert(!slots_.empty() && request.loads.size() == slots_.size() &&
-           request.uncached_tokens.size() == slots_.size());
+    assert(!slots_.empty() && request.loads.size() == slots_.size() && request.uncached_tokens.size() == slots_.size());
     if (request.last_slot && *request.last_slot < slots_.size()) return *request.last_slot;
     const size_t h = home(request.key);
     const auto& work = request.work;

@@ -50,7 +50,7 @@ struct ChatRequest {
     std::vector<ChatMessage> messages;
     // None when absent or null; else the tools as vLLM dumps them.
     jinja::Value tools = jinja::Value::none();
-    std::string_view tools_json;  // the `tools` value's bytes as sent (the affinity head covers them)
+    std::string_view tools_json;        // the `tools` value's bytes as sent (the affinity head covers them)
     jinja::Value chat_template_kwargs;  // undefined when absent or null; else a dict
     bool add_generation_prompt = true;
     bool continue_final_message = false;

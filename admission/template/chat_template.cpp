@@ -106,7 +106,8 @@ std::shared_ptr<const ChatTemplate> ChatTemplate::build(std::vector<std::pair<st
                                                         std::string origin, std::string_view tokenizer_config_json,
                                                         std::string_view content_format, std::string& error) {
     if (content_format != "auto" && content_format != "string" && content_format != "openai") {
-        error = "content format must be auto, string or openai, not \"" + std::string(content_format.substr(0, 40)) + "\"";
+        error =
+            "content format must be auto, string or openai, not \"" + std::string(content_format.substr(0, 40)) + "\"";
         return nullptr;
     }
     std::shared_ptr<ChatTemplate> result(new ChatTemplate());
@@ -130,8 +131,7 @@ std::shared_ptr<const ChatTemplate> ChatTemplate::build(std::vector<std::pair<st
         variant.content_format = content_format == "auto"     ? detectContentFormat(*tpl)
                                  : content_format == "openai" ? ContentFormat::openai
                                                               : ContentFormat::string;
-        variant.deepseek_v3_fast_path =
-            variant.content_format == ContentFormat::string && isDeepSeekV3Template(text);
+        variant.deepseek_v3_fast_path = variant.content_format == ContentFormat::string && isDeepSeekV3Template(text);
         variant.tpl = std::move(tpl);
         result->source_ += text;
         result->variants_.push_back(std::move(variant));

@@ -50,14 +50,15 @@ public:
     struct LoadOptions {
         std::filesystem::path tokenizer;      // tokenizer.json or its directory
         std::filesystem::path chat_template;  // a Jinja file; empty: from the tokenizer's directory
-        std::string content_format = "auto"; // auto | string | openai
+        std::string content_format = "auto";  // auto | string | openai
     };
 
     // Null with `error` set when no template can be found or parsed.
     static std::shared_ptr<const ChatTemplate> load(const LoadOptions& options, std::string& error);
     // From a template's source and a tokenizer_config.json's text (tests,
     // the fuzzer). `tokenizer_config_json` may be empty.
-    static std::shared_ptr<const ChatTemplate> fromSource(std::string_view source, std::string_view tokenizer_config_json,
+    static std::shared_ptr<const ChatTemplate> fromSource(std::string_view source,
+                                                          std::string_view tokenizer_config_json,
                                                           std::string_view content_format, std::string& error);
 
     // The variant vLLM uses for a request: "tool_use" when the request has

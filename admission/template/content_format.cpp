@@ -25,7 +25,9 @@ using jinja::Target;
 
 struct NotAName {};  // vLLM's failed assertion: the detection gives up
 
-bool isVarAccess(const Expr* e, std::string_view name) { return e != nullptr && e->kind == ExprKind::name && e->name == name; }
+bool isVarAccess(const Expr* e, std::string_view name) {
+    return e != nullptr && e->kind == ExprKind::name && e->name == name;
+}
 
 bool isAttrAccess(const Expr* e, std::string_view name, std::string_view key) {
     if (e == nullptr) return false;

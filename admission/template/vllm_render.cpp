@@ -86,7 +86,8 @@ std::optional<Value> withContinueTag(const Value& content, jinja::Arena& arena) 
             DictBuilder dict(arena, part.asDict().size);
             for (std::size_t j = 0; j < part.asDict().size; ++j) {
                 const bool is_text = part.asDict().keys[j].isString() && part.asDict().keys[j].text() == "text";
-                dict.set(part.asDict().keys[j], is_text ? appended(text->text(), kContinueTag, arena) : part.asDict().values[j]);
+                dict.set(part.asDict().keys[j],
+                         is_text ? appended(text->text(), kContinueTag, arena) : part.asDict().values[j]);
             }
             copy.push(dict.finish());
         }
@@ -205,7 +206,8 @@ std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_templ
     }
 
     std::optional<jinja::Renderer> own;
-    jinja::Renderer& renderer = renderers != nullptr ? renderers->get(*variant.tpl, arena) : own.emplace(*variant.tpl, arena);
+    jinja::Renderer& renderer =
+        renderers != nullptr ? renderers->get(*variant.tpl, arena) : own.emplace(*variant.tpl, arena);
     renderer.reset();
     renderer.setLimits(options.limits);
     renderer.setNow(options.now_unix_seconds);
@@ -248,7 +250,8 @@ std::optional<PromptRenderError> renderChatPrompt(const ChatTemplate& chat_templ
         renderer.setVariable(ids.reasoning_effort, request.reasoning_effort);
         const bool user_set = request.chat_template_kwargs.isDict() &&
                               request.chat_template_kwargs.asDict().find("enable_thinking") != nullptr;
-        if (!user_set) renderer.setVariable(ids.enable_thinking, Value::boolean(request.reasoning_effort.text() != "none"));
+        if (!user_set)
+            renderer.setVariable(ids.enable_thinking, Value::boolean(request.reasoning_effort.text() != "none"));
     }
     renderer.setVariable(ids.messages, messages);
     renderer.setVariable(ids.tools, tools);

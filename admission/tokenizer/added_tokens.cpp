@@ -5,86 +5,87 @@
 namespace dpgate::admission {
 
 AddedTokens::AddedTokens(const std::vector<AddedToken>& tokens) {
-  raw_.token_at.push_back(-1);
-  normalized_.token_at.push_back(-1);
-  for (const AddedToken& token : tokens) {
-    if (token.content.empty()) continue;
-    insert(token.normalized ? normalized_ : raw_, token.content, token.id);
-    by_content_[token.content] = token.id;
-  }
-  for (Trie* trie : {&raw_, &normalized_}) {
-    finish(*trie);
-    int distinct = 0;
-    int last = -1;
-    for (int b = 0; b < 256; ++b) {
-      if (trie->first_byte[b]) {
-        ++distinct;
-        last = b;
-      }
+    raw_.token_at.push_back(-1);
+    normalized_.token_at.push_back(-1);
+    for (const AddedToken& token : tokens) {
+        if (token.content.empty()) continue;
+        insert(token.normalized ? normalized_ : raw_, token.content, token.id);
+        by_content_[token.content] = token.id;
     }
-    trie->only_first_byte = distinct == 1 ? last : -1;
-  }
+    for (Trie* trie : {&raw_, &normalized_}) {
+        finish(*trie);
+        int distinct = 0;
+        int last = -1;
+        for (int b = 0; b < 256; ++b) {
+            if (trie->first_byte[b]) {
+                ++distinct;
+                last = b;
+            }
+        }
+        trie->only_first_byte = distinct == 1 ? last : -1;
+    }
 }
 
 void AddedTokens::insert(Trie& trie, std::string_view content, std::uint32_t id) {
-  std::uint32_t node = 0;
-  trie.first_byte[static_cast<unsigned char>(content[0])] = true;
-  for (const char c : content) {
-    const std::uint64_t key = (static_cast<std::uint64_t>(node) << 8) | static_cast<unsigned char>(c);
-    auto it = trie.building.find(key);
-    if (it == trie.building.end()) {
-      const auto child = static_cast<std::uint32_t>(trie.token_at.size());
-      trie.token_at.push_back(-1);
-      it = trie.building.emplace(key, child).first;
+    std::uint32_t node = 0;
+    trie.first_byte[static_cast<unsigned char>(content[0])] = true;
+    for (const char c : content) {
+        const std::uint64_t key = (static_cast<std::uint64_t>(node) << 8) | static_cast<unsigned char>(c);
+        auto it = trie.building.find(key);
+        if (it == trie.building.end()) {
+            const auto child = static_cast<std::uint32_t>(trie.token_at.size());
+            trie.token_at.push_back(-1);
+            it = trie.building.emplace(key, child).first;
+        }
+        node = it->second;
     }
-    node = it->second;
-  }
-  // Two entries with the same content: the later one wins, as in a map.
-  trie.token_at[node] = id;
+    // Two entries with the same content: the later one wins, as in a map.
+    trie.token_at[node] = id;
 }
 
 void AddedTokens::finish(Trie& trie) {
-  std::vector<std::pair<std::uint64_t, std::uint32_t>> edges(trie.building.begin(), trie.building.end());
-  std::sort(edges.begin(), edges.end());  // by parent node, then byte
-  const std::size_t nodes = trie.token_at.size();
-  trie.edge_begin.assign(nodes + 1, 0);
-  trie.edge_byte.reserve(edges.size());
-  trie.edge_child.reserve(edges.size());
-  for (const auto& [key, child] : edges) {
-    ++trie.edge_begin[(key >> 8) + 1];
-    trie.edge_byte.push_back(static_cast<unsigned char>(key & 0xff));
-    trie.edge_child.push_back(child);
-  }
-  for (std::size_t n = 0; n < nodes; ++n) trie.edge_begin[n + 1] += trie.edge_begin[n];
-  trie.building.clear();
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> edges(trie.building.begin(), trie.building.end());
+    std::sort(edges.begin(), edges.end());  // by parent node, then byte
+    const std::size_t nodes = trie.token_at.size();
+    trie.edge_begin.assign(nodes + 1, 0);
+    trie.edge_byte.reserve(edges.size());
+    trie.edge_child.reserve(edges.size());
+    for (const auto& [key, child] : edges) {
+        ++trie.edge_begin[(key >> 8) + 1];
+        trie.edge_byte.push_back(static_cast<unsigned char>(key & 0xff));
+        trie.edge_child.push_back(child);
+    }
+    for (std::size_t n = 0; n < nodes; ++n) trie.edge_begin[n + 1] += trie.edge_begin[n];
+    trie.building.clear();
 }
 
 std::size_t AddedTokens::longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id) {
-  std::uint32_t node = 0;
-  std::size_t best = 0;
-  for (std::size_t i = pos; i < text.size(); ++i) {
-    const auto byte = static_cast<unsigned char>(text[i]);
-    std::uint32_t e = trie.edge_begin[node];
-    const std::uint32_t end = trie.edge_begin[node + 1];
-    if (end - e > 8) {
-      e = static_cast<std::uint32_t>(std::lower_bound(trie.edge_byte.begin() + e, trie.edge_byte.begin() + end, byte) -
-                                     trie.edge_byte.begin());
-    } else {
-      while (e < end && trie.edge_byte[e] < byte) ++e;
+    std::uint32_t node = 0;
+    std::size_t best = 0;
+    for (std::size_t i = pos; i < text.size(); ++i) {
+        const auto byte = static_cast<unsigned char>(text[i]);
+        std::uint32_t e = trie.edge_begin[node];
+        const std::uint32_t end = trie.edge_begin[node + 1];
+        if (end - e > 8) {
+            e = static_cast<std::uint32_t>(
+                std::lower_bound(trie.edge_byte.begin() + e, trie.edge_byte.begin() + end, byte) -
+                trie.edge_byte.begin());
+        } else {
+            while (e < end && trie.edge_byte[e] < byte) ++e;
+        }
+        if (e == end || trie.edge_byte[e] != byte) break;
+        node = trie.edge_child[e];
+        if (trie.token_at[node] >= 0) {
+            best = i + 1 - pos;
+            id = static_cast<std::uint32_t>(trie.token_at[node]);
+        }
     }
-    if (e == end || trie.edge_byte[e] != byte) break;
-    node = trie.edge_child[e];
-    if (trie.token_at[node] >= 0) {
-      best = i + 1 - pos;
-      id = static_cast<std::uint32_t>(trie.token_at[node]);
-    }
-  }
-  return best;
+    return best;
 }
 
 std::int64_t AddedTokens::idOf(std::string_view content) const {
-  const auto it = by_content_.find(std::string(content));
-  return it == by_content_.end() ? -1 : static_cast<std::int64_t>(it->second);
+    const auto it = by_content_.find(std::string(content));
+    return it == by_content_.end() ? -1 : static_cast<std::int64_t>(it->second);
 }
 
 }  // namespace dpgate::admission

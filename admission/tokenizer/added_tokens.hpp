@@ -13,86 +13,86 @@
 namespace dpgate::admission {
 
 struct AddedToken {
-  std::string content;
-  std::uint32_t id = 0;
-  bool normalized = false;
-  bool special = false;
+    std::string content;
+    std::uint32_t id = 0;
+    bool normalized = false;
+    bool special = false;
 };
 
 class AddedTokens {
- public:
-  AddedTokens() = default;
-  explicit AddedTokens(const std::vector<AddedToken>& tokens);
+public:
+    AddedTokens() = default;
+    explicit AddedTokens(const std::vector<AddedToken>& tokens);
 
-  // Calls on_text(segment) for each run of ordinary text (never empty) and
-  // on_token(id) for each added token, in order.
-  template <typename OnText, typename OnToken>
-  void split(std::string_view text, OnText&& on_text, OnToken&& on_token) const {
-    splitPass(raw_, text, [&](std::string_view segment) {
-      splitPass(normalized_, segment, on_text, on_token);
-    }, on_token);
-  }
-
-  // Id of a token whose content is exactly `content`, or -1.
-  std::int64_t idOf(std::string_view content) const;
-
-  std::size_t size() const { return by_content_.size(); }
-
- private:
-  // Byte trie. While tokens are inserted, children are keyed by
-  // (node << 8 | byte); finish() lays them out flat, each node's edges
-  // sorted by byte in edge_byte/edge_child[edge_begin[node], edge_begin[node + 1]):
-  // a walk is a few byte compares per step, no hashing.
-  struct Trie {
-    std::unordered_map<std::uint64_t, std::uint32_t> building;
-    std::vector<std::uint32_t> edge_begin;
-    std::vector<unsigned char> edge_byte;
-    std::vector<std::uint32_t> edge_child;
-    std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
-    bool first_byte[256] = {};
-    int only_first_byte = -1;  // set when every token starts with one byte (memchr path)
-    bool empty() const { return token_at.size() <= 1; }
-  };
-
-  static void insert(Trie& trie, std::string_view content, std::uint32_t id);
-  static void finish(Trie& trie);
-  // Length and id of the longest token starting at text[pos], or length 0.
-  static std::size_t longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id);
-
-  template <typename OnText, typename OnToken>
-  static void splitPass(const Trie& trie, std::string_view text, OnText&& on_text, OnToken&& on_token) {
-    if (trie.empty()) {
-      if (!text.empty()) on_text(text);
-      return;
+    // Calls on_text(segment) for each run of ordinary text (never empty) and
+    // on_token(id) for each added token, in order.
+    template <typename OnText, typename OnToken>
+    void split(std::string_view text, OnText&& on_text, OnToken&& on_token) const {
+        splitPass(
+            raw_, text, [&](std::string_view segment) { splitPass(normalized_, segment, on_text, on_token); },
+            on_token);
     }
-    std::size_t start = 0;
-    std::size_t pos = 0;
-    while (pos < text.size()) {
-      if (trie.only_first_byte >= 0) {
-        const std::size_t next = text.find(static_cast<char>(trie.only_first_byte), pos);
-        if (next == std::string_view::npos) break;
-        pos = next;
-      } else if (!trie.first_byte[static_cast<unsigned char>(text[pos])]) {
-        ++pos;
-        continue;
-      }
-      std::uint32_t id = 0;
-      const std::size_t len = longestAt(trie, text, pos, id);
-      if (len == 0) {
-        ++pos;
-        continue;
-      }
-      if (start < pos) on_text(text.substr(start, pos - start));
-      on_token(id);
-      pos += len;
-      start = pos;
-    }
-    if (start < text.size()) on_text(text.substr(start));
-  }
 
-  Trie raw_;
-  Trie normalized_;
-  std::unordered_map<std::string, std::uint32_t> by_content_;
+    // Id of a token whose content is exactly `content`, or -1.
+    std::int64_t idOf(std::string_view content) const;
+
+    std::size_t size() const { return by_content_.size(); }
+
+private:
+    // Byte trie. While tokens are inserted, children are keyed by
+    // (node << 8 | byte); finish() lays them out flat, each node's edges
+    // sorted by byte in edge_byte/edge_child[edge_begin[node], edge_begin[node + 1]):
+    // a walk is a few byte compares per step, no hashing.
+    struct Trie {
+        std::unordered_map<std::uint64_t, std::uint32_t> building;
+        std::vector<std::uint32_t> edge_begin;
+        std::vector<unsigned char> edge_byte;
+        std::vector<std::uint32_t> edge_child;
+        std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
+        bool first_byte[256] = {};
+        int only_first_byte = -1;  // set when every token starts with one byte (memchr path)
+        bool empty() const { return token_at.size() <= 1; }
+    };
+
+    static void insert(Trie& trie, std::string_view content, std::uint32_t id);
+    static void finish(Trie& trie);
+    // Length and id of the longest token starting at text[pos], or length 0.
+    static std::size_t longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id);
+
+    template <typename OnText, typename OnToken>
+    static void splitPass(const Trie& trie, std::string_view text, OnText&& on_text, OnToken&& on_token) {
+        if (trie.empty()) {
+            if (!text.empty()) on_text(text);
+            return;
+        }
+        std::size_t start = 0;
+        std::size_t pos = 0;
+        while (pos < text.size()) {
+            if (trie.only_first_byte >= 0) {
+                const std::size_t next = text.find(static_cast<char>(trie.only_first_byte), pos);
+                if (next == std::string_view::npos) break;
+                pos = next;
+            } else if (!trie.first_byte[static_cast<unsigned char>(text[pos])]) {
+                ++pos;
+                continue;
+            }
+            std::uint32_t id = 0;
+            const std::size_t len = longestAt(trie, text, pos, id);
+            if (len == 0) {
+                ++pos;
+                continue;
+            }
+            if (start < pos) on_text(text.substr(start, pos - start));
+            on_token(id);
+            pos += len;
+            start = pos;
+        }
+        if (start < text.size()) on_text(text.substr(start));
+    }
+
+    Trie raw_;
+    Trie normalized_;
+    std::unordered_map<std::string, std::uint32_t> by_content_;
 };
 
 }  // namespace dpgate::admission

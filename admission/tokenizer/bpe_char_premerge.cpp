@@ -37,102 +37,104 @@
 namespace dpgate::admission {
 
 void BpeModel::buildCharPremerge() {
-  constexpr std::uint32_t kNone = ~0u;
-  const auto ranks = static_cast<std::uint32_t>(merged_by_rank_.size());
-  // The merges in effect (a repeated pair keeps only its last rank), by rank.
-  std::vector<std::uint32_t> left_of(ranks, kNone);
-  std::vector<std::uint32_t> right_of(ranks, kNone);
-  std::uint32_t id_end = 0;
-  for (const std::uint32_t id : byte_ids_) id_end = std::max(id_end, id + 1);
-  for (const std::uint64_t slot : table_) {
-    if (!(slot & kUsed)) continue;
-    const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
-    const auto right = static_cast<std::uint32_t>((slot >> kIdBits) & kIdMask);
-    const auto left = static_cast<std::uint32_t>((slot >> (2 * kIdBits)) & kIdMask);
-    left_of[rank] = left;
-    right_of[rank] = right;
-    id_end = std::max({id_end, left + 1, right + 1, merged_by_rank_[rank] + 1});
-  }
-
-  // Which tokens may end with a non-lead byte (may sit left of a character)
-  // and may start with a non-continuation byte (may sit right of one). A
-  // token's first byte is its left part's, its last byte its right part's;
-  // OR-propagated to a fixed point, since a file need not list a merge after
-  // the merges of its parts. Tokens no merge reaches stay false: they never
-  // appear inside a piece.
-  std::vector<std::uint8_t> ends_non_lead(id_end, 0);
-  std::vector<std::uint8_t> starts_non_cont(id_end, 0);
-  for (unsigned b = 0; b < 256; ++b) {
-    if (b < 0xc0) ends_non_lead[byte_ids_[b]] = 1;
-    if (b < 0x80 || b >= 0xc0) starts_non_cont[byte_ids_[b]] = 1;
-  }
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::uint32_t rank = 0; rank < ranks; ++rank) {
-      if (left_of[rank] == kNone) continue;
-      const std::uint32_t merged = merged_by_rank_[rank];
-      if (ends_non_lead[right_of[rank]] && !ends_non_lead[merged]) ends_non_lead[merged] = changed = true;
-      if (starts_non_cont[left_of[rank]] && !starts_non_cont[merged]) starts_non_cont[merged] = changed = true;
+    constexpr std::uint32_t kNone = ~0u;
+    const auto ranks = static_cast<std::uint32_t>(merged_by_rank_.size());
+    // The merges in effect (a repeated pair keeps only its last rank), by rank.
+    std::vector<std::uint32_t> left_of(ranks, kNone);
+    std::vector<std::uint32_t> right_of(ranks, kNone);
+    std::uint32_t id_end = 0;
+    for (const std::uint32_t id : byte_ids_) id_end = std::max(id_end, id + 1);
+    for (const std::uint64_t slot : table_) {
+        if (!(slot & kUsed)) continue;
+        const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
+        const auto right = static_cast<std::uint32_t>((slot >> kIdBits) & kIdMask);
+        const auto left = static_cast<std::uint32_t>((slot >> (2 * kIdBits)) & kIdMask);
+        left_of[rank] = left;
+        right_of[rank] = right;
+        id_end = std::max({id_end, left + 1, right + 1, merged_by_rank_[rank] + 1});
     }
-  }
 
-  // Lowest rank of a merge that takes the token as its right part with a
-  // possible left neighbour, and as its left part with a possible right one.
-  std::vector<std::uint32_t> first_as_right(id_end, kNone);
-  std::vector<std::uint32_t> first_as_left(id_end, kNone);
-  for (std::uint32_t rank = 0; rank < ranks; ++rank) {
-    const std::uint32_t left = left_of[rank];
-    const std::uint32_t right = right_of[rank];
-    if (left == kNone) continue;
-    if (ends_non_lead[left]) first_as_right[right] = std::min(first_as_right[right], rank);
-    if (starts_non_cont[right]) first_as_left[left] = std::min(first_as_left[left], rank);
-  }
-
-  char_premerge_.assign(kCharPremergeLast - kCharPremergeFirst + 1, 0);
-  for (std::uint32_t cp = kCharPremergeFirst; cp <= kCharPremergeLast; ++cp) {
-    const unsigned char bytes[3] = {static_cast<unsigned char>(0xe0 | (cp >> 12)),
-                                    static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f)),
-                                    static_cast<unsigned char>(0x80 | (cp & 0x3f))};
-    std::array<std::uint32_t, 3> sym = {byte_ids_[bytes[0]], byte_ids_[bytes[1]], byte_ids_[bytes[2]]};
-    std::size_t n = 3;
-    std::vector<std::uint32_t> left_edges = {sym[0]};
-    std::vector<std::uint32_t> right_edges = {sym[2]};
-    std::uint32_t max_rank = 0;
-    bool merged_any = false;
-    // The same order as mergeLinear: lowest rank, leftmost among equals.
-    for (;;) {
-      std::size_t best = 0;
-      std::uint32_t best_rank = kNoRank;
-      for (std::size_t i = 0; i + 1 < n; ++i) {
-        const std::uint32_t r = rankOf(sym[i], sym[i + 1]);
-        if (r < best_rank) {
-          best_rank = r;
-          best = i;
+    // Which tokens may end with a non-lead byte (may sit left of a character)
+    // and may start with a non-continuation byte (may sit right of one). A
+    // token's first byte is its left part's, its last byte its right part's;
+    // OR-propagated to a fixed point, since a file need not list a merge after
+    // the merges of its parts. Tokens no merge reaches stay false: they never
+    // appear inside a piece.
+    std::vector<std::uint8_t> ends_non_lead(id_end, 0);
+    std::vector<std::uint8_t> starts_non_cont(id_end, 0);
+    for (unsigned b = 0; b < 256; ++b) {
+        if (b < 0xc0) ends_non_lead[byte_ids_[b]] = 1;
+        if (b < 0x80 || b >= 0xc0) starts_non_cont[byte_ids_[b]] = 1;
+    }
+    for (bool changed = true; changed;) {
+        changed = false;
+        for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+            if (left_of[rank] == kNone) continue;
+            const std::uint32_t merged = merged_by_rank_[rank];
+            if (ends_non_lead[right_of[rank]] && !ends_non_lead[merged]) ends_non_lead[merged] = changed = true;
+            if (starts_non_cont[left_of[rank]] && !starts_non_cont[merged]) starts_non_cont[merged] = changed = true;
         }
-      }
-      if (best_rank == kNoRank) break;
-      sym[best] = merged_by_rank_[best_rank];
-      for (std::size_t i = best + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
-      --n;
-      merged_any = true;
-      max_rank = std::max(max_rank, best_rank);
-      left_edges.push_back(sym[0]);
-      right_edges.push_back(sym[n - 1]);
     }
-    if (!merged_any) continue;  // starting from the bytes is the same thing
-    bool safe = true;
-    for (const std::uint32_t t : left_edges) safe = safe && (t >= id_end || first_as_right[t] == kNone || first_as_right[t] > max_rank);
-    for (const std::uint32_t t : right_edges) safe = safe && (t >= id_end || first_as_left[t] == kNone || first_as_left[t] > max_rank);
-    if (!safe) continue;
-    std::uint64_t entry = kUsed | sym[0];
-    if (n == 2) entry |= kPremergeTwo | (static_cast<std::uint64_t>(sym[1]) << kIdBits);
-    char_premerge_[cp - kCharPremergeFirst] = entry;
-  }
+
+    // Lowest rank of a merge that takes the token as its right part with a
+    // possible left neighbour, and as its left part with a possible right one.
+    std::vector<std::uint32_t> first_as_right(id_end, kNone);
+    std::vector<std::uint32_t> first_as_left(id_end, kNone);
+    for (std::uint32_t rank = 0; rank < ranks; ++rank) {
+        const std::uint32_t left = left_of[rank];
+        const std::uint32_t right = right_of[rank];
+        if (left == kNone) continue;
+        if (ends_non_lead[left]) first_as_right[right] = std::min(first_as_right[right], rank);
+        if (starts_non_cont[right]) first_as_left[left] = std::min(first_as_left[left], rank);
+    }
+
+    char_premerge_.assign(kCharPremergeLast - kCharPremergeFirst + 1, 0);
+    for (std::uint32_t cp = kCharPremergeFirst; cp <= kCharPremergeLast; ++cp) {
+        const unsigned char bytes[3] = {static_cast<unsigned char>(0xe0 | (cp >> 12)),
+                                        static_cast<unsigned char>(0x80 | ((cp >> 6) & 0x3f)),
+                                        static_cast<unsigned char>(0x80 | (cp & 0x3f))};
+        std::array<std::uint32_t, 3> sym = {byte_ids_[bytes[0]], byte_ids_[bytes[1]], byte_ids_[bytes[2]]};
+        std::size_t n = 3;
+        std::vector<std::uint32_t> left_edges = {sym[0]};
+        std::vector<std::uint32_t> right_edges = {sym[2]};
+        std::uint32_t max_rank = 0;
+        bool merged_any = false;
+        // The same order as mergeLinear: lowest rank, leftmost among equals.
+        for (;;) {
+            std::size_t best = 0;
+            std::uint32_t best_rank = kNoRank;
+            for (std::size_t i = 0; i + 1 < n; ++i) {
+                const std::uint32_t r = rankOf(sym[i], sym[i + 1]);
+                if (r < best_rank) {
+                    best_rank = r;
+                    best = i;
+                }
+            }
+            if (best_rank == kNoRank) break;
+            sym[best] = merged_by_rank_[best_rank];
+            for (std::size_t i = best + 1; i + 1 < n; ++i) sym[i] = sym[i + 1];
+            --n;
+            merged_any = true;
+            max_rank = std::max(max_rank, best_rank);
+            left_edges.push_back(sym[0]);
+            right_edges.push_back(sym[n - 1]);
+        }
+        if (!merged_any) continue;  // starting from the bytes is the same thing
+        bool safe = true;
+        for (const std::uint32_t t : left_edges)
+            safe = safe && (t >= id_end || first_as_right[t] == kNone || first_as_right[t] > max_rank);
+        for (const std::uint32_t t : right_edges)
+            safe = safe && (t >= id_end || first_as_left[t] == kNone || first_as_left[t] > max_rank);
+        if (!safe) continue;
+        std::uint64_t entry = kUsed | sym[0];
+        if (n == 2) entry |= kPremergeTwo | (static_cast<std::uint64_t>(sym[1]) << kIdBits);
+        char_premerge_[cp - kCharPremergeFirst] = entry;
+    }
 }
 
 std::size_t BpeModel::premergedCharCount() const {
-  return static_cast<std::size_t>(std::count_if(char_premerge_.begin(), char_premerge_.end(),
-                                                [](std::uint64_t entry) { return entry != 0; }));
+    return static_cast<std::size_t>(
+        std::count_if(char_premerge_.begin(), char_premerge_.end(), [](std::uint64_t entry) { return entry != 0; }));
 }
 
 }  // namespace dpgate::admission

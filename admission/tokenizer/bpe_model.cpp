@@ -1,8 +1,8 @@
 #include "admission/tokenizer/bpe_model.hpp"
 
 #include <algorithm>
-#include <cstring>
 #include <atomic>
+#include <cstring>
 
 namespace dpgate::admission {
 
@@ -15,9 +15,9 @@ std::atomic<std::uint64_t> next_model_id{1};
 // 256 KB memo answers most of them from L2 instead of the 2 MB table; every
 // merge needs two such answers before the next can be chosen.
 struct PairMemo {
-  static constexpr std::size_t kSlots = 32768;
-  std::uint64_t model_id = 0;
-  std::uint64_t slots[kSlots];  // same layout as the table; rank all-ones = no merge
+    static constexpr std::size_t kSlots = 32768;
+    std::uint64_t model_id = 0;
+    std::uint64_t slots[kSlots];  // same layout as the table; rank all-ones = no merge
 };
 thread_local PairMemo pair_memo;
 
@@ -25,186 +25,186 @@ thread_local PairMemo pair_memo;
 
 BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges)
     : model_id_(next_model_id.fetch_add(1)) {
-  std::copy(std::begin(byte_ids), std::end(byte_ids), byte_ids_);
-  std::size_t capacity = 16;
-  while (capacity < merges.size() * 2) capacity <<= 1;
-  table_.assign(capacity, 0);
-  mask_ = capacity - 1;
-  merged_by_rank_.resize(merges.size());
-  for (std::uint32_t rank = 0; rank < merges.size(); ++rank) {
-    const Merge& m = merges[rank];
-    merged_by_rank_[rank] = m.merged;
-    const std::uint64_t key = pairKey(m.left, m.right);
-    std::size_t i = mix(key) & mask_;
-    while ((table_[i] & kUsed) && ((table_[i] >> kIdBits) & kPairMask) != key) i = (i + 1) & mask_;
-    // A repeated pair takes its last rank: HuggingFace collects the merges
-    // into a map, where a later line overwrites an earlier one.
-    table_[i] = kUsed | (key << kIdBits) | rank;
-  }
-  pair_filter_.assign((std::size_t{1} << kFilterBits) / 64, 0);
-  constexpr std::size_t kFilterMask = (std::size_t{1} << kFilterBits) - 1;
-  for (const std::uint64_t slot : table_) {
-    if (!(slot & kUsed)) continue;
-    const std::size_t hash = mix((slot >> kIdBits) & kPairMask);
-    const std::size_t a = hash & kFilterMask;
-    const std::size_t b = (hash >> kFilterBits) & kFilterMask;
-    pair_filter_[a >> 6] |= std::uint64_t{1} << (a & 63);
-    pair_filter_[b >> 6] |= std::uint64_t{1} << (b & 63);
-  }
-  buildCharPremerge();
+    std::copy(std::begin(byte_ids), std::end(byte_ids), byte_ids_);
+    std::size_t capacity = 16;
+    while (capacity < merges.size() * 2) capacity <<= 1;
+    table_.assign(capacity, 0);
+    mask_ = capacity - 1;
+    merged_by_rank_.resize(merges.size());
+    for (std::uint32_t rank = 0; rank < merges.size(); ++rank) {
+        const Merge& m = merges[rank];
+        merged_by_rank_[rank] = m.merged;
+        const std::uint64_t key = pairKey(m.left, m.right);
+        std::size_t i = mix(key) & mask_;
+        while ((table_[i] & kUsed) && ((table_[i] >> kIdBits) & kPairMask) != key) i = (i + 1) & mask_;
+        // A repeated pair takes its last rank: HuggingFace collects the merges
+        // into a map, where a later line overwrites an earlier one.
+        table_[i] = kUsed | (key << kIdBits) | rank;
+    }
+    pair_filter_.assign((std::size_t{1} << kFilterBits) / 64, 0);
+    constexpr std::size_t kFilterMask = (std::size_t{1} << kFilterBits) - 1;
+    for (const std::uint64_t slot : table_) {
+        if (!(slot & kUsed)) continue;
+        const std::size_t hash = mix((slot >> kIdBits) & kPairMask);
+        const std::size_t a = hash & kFilterMask;
+        const std::size_t b = (hash >> kFilterBits) & kFilterMask;
+        pair_filter_[a >> 6] |= std::uint64_t{1} << (a & 63);
+        pair_filter_[b >> 6] |= std::uint64_t{1} << (b & 63);
+    }
+    buildCharPremerge();
 }
 
 inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right) const {
-  const std::uint64_t key = pairKey(left, right);
-  const std::size_t hash = mix(key);
-  if (!mayMerge(hash)) return kNoRank;
-  std::uint64_t& slot = pair_memo.slots[hash & (PairMemo::kSlots - 1)];
-  if ((slot & kUsed) && ((slot >> kIdBits) & kPairMask) == key) {
-    const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
-    return rank == kIdMask ? kNoRank : rank;
-  }
-  const std::uint32_t rank = rankOf(left, right);
-  slot = kUsed | (key << kIdBits) | (rank == kNoRank ? kIdMask : rank);
-  return rank;
+    const std::uint64_t key = pairKey(left, right);
+    const std::size_t hash = mix(key);
+    if (!mayMerge(hash)) return kNoRank;
+    std::uint64_t& slot = pair_memo.slots[hash & (PairMemo::kSlots - 1)];
+    if ((slot & kUsed) && ((slot >> kIdBits) & kPairMask) == key) {
+        const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
+        return rank == kIdMask ? kNoRank : rank;
+    }
+    const std::uint32_t rank = rankOf(left, right);
+    slot = kUsed | (key << kIdBits) | (rank == kNoRank ? kIdMask : rank);
+    return rank;
 }
 
 void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const {
-  thread_local std::vector<std::uint32_t> symbols;
-  symbols.clear();
-  initialSymbols(piece, symbols);
-  mergeSymbols(symbols);
-  ids.insert(ids.end(), symbols.begin(), symbols.end());
+    thread_local std::vector<std::uint32_t> symbols;
+    symbols.clear();
+    initialSymbols(piece, symbols);
+    mergeSymbols(symbols);
+    ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
 void BpeModel::encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const {
-  std::vector<std::uint32_t> symbols;
-  for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
-  mergeSymbols(symbols);
-  ids.insert(ids.end(), symbols.begin(), symbols.end());
+    std::vector<std::uint32_t> symbols;
+    for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
+    mergeSymbols(symbols);
+    ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
 void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const {
-  const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
-  const std::size_t n = piece.size();
-  // Never more symbols than bytes: size once, write through a pointer.
-  const std::size_t base = symbols.size();
-  symbols.resize(base + n);
-  std::uint32_t* out = symbols.data() + base;
-  std::size_t i = 0;
-  while (i < n) {
-    const unsigned char b = p[i];
-    // Lead bytes 0xe3..0xe9 start the premerge range. The shortcut is proven
-    // only for whole characters between character boundaries, so it also
-    // checks the neighbours (the text is validated UTF-8 anyway).
-    if (b - 0xe3u <= 0xe9u - 0xe3u && i + 2 < n && (p[i + 1] & 0xc0) == 0x80 && (p[i + 2] & 0xc0) == 0x80 &&
-        (i + 3 == n || (p[i + 3] & 0xc0) != 0x80) && (i == 0 || p[i - 1] < 0xc0)) {
-      const std::uint32_t cp = ((b & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
-      const std::uint32_t index = cp - kCharPremergeFirst;  // wraps below the range
-      if (index < char_premerge_.size()) {
-        if (const std::uint64_t entry = char_premerge_[index]; entry != 0) {
-          *out++ = static_cast<std::uint32_t>(entry & kIdMask);
-          if (entry & kPremergeTwo) *out++ = static_cast<std::uint32_t>((entry >> kIdBits) & kIdMask);
-          i += 3;
-          continue;
+    const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
+    const std::size_t n = piece.size();
+    // Never more symbols than bytes: size once, write through a pointer.
+    const std::size_t base = symbols.size();
+    symbols.resize(base + n);
+    std::uint32_t* out = symbols.data() + base;
+    std::size_t i = 0;
+    while (i < n) {
+        const unsigned char b = p[i];
+        // Lead bytes 0xe3..0xe9 start the premerge range. The shortcut is proven
+        // only for whole characters between character boundaries, so it also
+        // checks the neighbours (the text is validated UTF-8 anyway).
+        if (b - 0xe3u <= 0xe9u - 0xe3u && i + 2 < n && (p[i + 1] & 0xc0) == 0x80 && (p[i + 2] & 0xc0) == 0x80 &&
+            (i + 3 == n || (p[i + 3] & 0xc0) != 0x80) && (i == 0 || p[i - 1] < 0xc0)) {
+            const std::uint32_t cp = ((b & 0x0fu) << 12) | ((p[i + 1] & 0x3fu) << 6) | (p[i + 2] & 0x3fu);
+            const std::uint32_t index = cp - kCharPremergeFirst;  // wraps below the range
+            if (index < char_premerge_.size()) {
+                if (const std::uint64_t entry = char_premerge_[index]; entry != 0) {
+                    *out++ = static_cast<std::uint32_t>(entry & kIdMask);
+                    if (entry & kPremergeTwo) *out++ = static_cast<std::uint32_t>((entry >> kIdBits) & kIdMask);
+                    i += 3;
+                    continue;
+                }
+            }
         }
-      }
+        *out++ = byte_ids_[b];
+        ++i;
     }
-    *out++ = byte_ids_[b];
-    ++i;
-  }
-  symbols.resize(static_cast<std::size_t>(out - symbols.data()));
+    symbols.resize(static_cast<std::size_t>(out - symbols.data()));
 }
 
 void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols) const {
-  if (pair_memo.model_id != model_id_) {
-    std::fill(std::begin(pair_memo.slots), std::end(pair_memo.slots), 0);
-    pair_memo.model_id = model_id_;
-  }
-  if (symbols.size() <= kLinearMergeMax) {
-    mergeLinear(symbols);
-  } else {
-    mergeHeap(symbols);
-  }
+    if (pair_memo.model_id != model_id_) {
+        std::fill(std::begin(pair_memo.slots), std::end(pair_memo.slots), 0);
+        pair_memo.model_id = model_id_;
+    }
+    if (symbols.size() <= kLinearMergeMax) {
+        mergeLinear(symbols);
+    } else {
+        mergeHeap(symbols);
+    }
 }
 
 // Keeps the rank of every adjacent pair in an array: each merge is a linear
 // scan for the lowest rank (leftmost on ties) plus two lookups for the new
 // neighbours. Fastest for the short pieces most text is made of.
 void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
-  std::size_t n = symbols.size();
-  if (n < 2) return;
-  std::uint32_t r[kLinearMergeMax];
-  std::uint32_t* sym = symbols.data();
-  for (std::size_t i = 0; i + 1 < n; ++i) r[i] = memoRank(sym[i], sym[i + 1]);
-  while (n > 1) {
-    std::size_t best = 0;
-    std::uint32_t best_rank = r[0];
-    for (std::size_t i = 1; i + 1 < n; ++i) {
-      if (r[i] < best_rank) {
-        best_rank = r[i];
-        best = i;
-      }
+    std::size_t n = symbols.size();
+    if (n < 2) return;
+    std::uint32_t r[kLinearMergeMax];
+    std::uint32_t* sym = symbols.data();
+    for (std::size_t i = 0; i + 1 < n; ++i) r[i] = memoRank(sym[i], sym[i + 1]);
+    while (n > 1) {
+        std::size_t best = 0;
+        std::uint32_t best_rank = r[0];
+        for (std::size_t i = 1; i + 1 < n; ++i) {
+            if (r[i] < best_rank) {
+                best_rank = r[i];
+                best = i;
+            }
+        }
+        if (best_rank == kNoRank) break;
+        sym[best] = merged_by_rank_[best_rank];
+        // Remove symbol best+1 and the pair that started at it.
+        for (std::size_t i = best + 1; i + 1 < n; ++i) {
+            sym[i] = sym[i + 1];
+            r[i] = r[i + 1];
+        }
+        --n;
+        if (best + 1 < n) r[best] = memoRank(sym[best], sym[best + 1]);
+        if (best > 0) r[best - 1] = memoRank(sym[best - 1], sym[best]);
     }
-    if (best_rank == kNoRank) break;
-    sym[best] = merged_by_rank_[best_rank];
-    // Remove symbol best+1 and the pair that started at it.
-    for (std::size_t i = best + 1; i + 1 < n; ++i) {
-      sym[i] = sym[i + 1];
-      r[i] = r[i + 1];
-    }
-    --n;
-    if (best + 1 < n) r[best] = memoRank(sym[best], sym[best + 1]);
-    if (best > 0) r[best - 1] = memoRank(sym[best - 1], sym[best]);
-  }
-  symbols.resize(n);
+    symbols.resize(n);
 }
 
 // Min-heap of candidate merges over a linked list of symbols, O(n log n), for
 // long pieces: CJK clauses (one piece each) and very long words (a 100 KB
 // word must not cost 10^10 steps).
 void BpeModel::mergeHeap(std::vector<std::uint32_t>& symbols) const {
-  // Candidate = rank << 32 | position: a min-heap on it yields the lowest
-  // rank, leftmost first. A candidate is stale when its left symbol died or
-  // the pair now at its position has another rank (ranks are unique per pair).
-  thread_local std::vector<std::int32_t> next;
-  thread_local std::vector<std::int32_t> prev;
-  thread_local std::vector<std::uint64_t> heap;
-  const auto n = static_cast<std::int32_t>(symbols.size());
-  std::uint32_t* sym = symbols.data();
-  next.resize(symbols.size());
-  prev.resize(symbols.size());
-  heap.clear();
-  for (std::int32_t i = 0; i < n; ++i) {
-    prev[i] = i - 1;
-    next[i] = i + 1 < n ? i + 1 : -1;
-  }
-  auto push = [&](std::int32_t pos) {
-    if (pos < 0 || next[pos] < 0) return;
-    const std::uint32_t rank = memoRank(sym[pos], sym[next[pos]]);
-    if (rank == kNoRank) return;
-    heap.push_back((static_cast<std::uint64_t>(rank) << 32) | static_cast<std::uint32_t>(pos));
-    std::push_heap(heap.begin(), heap.end(), std::greater<>());
-  };
-  for (std::int32_t i = 0; i + 1 < n; ++i) push(i);
-  while (!heap.empty()) {
-    std::pop_heap(heap.begin(), heap.end(), std::greater<>());
-    const std::uint64_t top = heap.back();
-    heap.pop_back();
-    const auto rank = static_cast<std::uint32_t>(top >> 32);
-    const auto pos = static_cast<std::int32_t>(top & 0xffffffffu);
-    const std::int32_t right = next[pos];
-    // Dead symbols have prev == -2.
-    if (prev[pos] == -2 || right < 0 || memoRank(sym[pos], sym[right]) != rank) continue;
-    sym[pos] = merged_by_rank_[rank];
-    next[pos] = next[right];
-    if (next[right] >= 0) prev[next[right]] = pos;
-    prev[right] = -2;
-    push(prev[pos]);
-    push(pos);
-  }
-  std::size_t out = 0;
-  for (std::int32_t i = 0; i >= 0; i = next[i]) sym[out++] = sym[i];
-  symbols.resize(out);
+    // Candidate = rank << 32 | position: a min-heap on it yields the lowest
+    // rank, leftmost first. A candidate is stale when its left symbol died or
+    // the pair now at its position has another rank (ranks are unique per pair).
+    thread_local std::vector<std::int32_t> next;
+    thread_local std::vector<std::int32_t> prev;
+    thread_local std::vector<std::uint64_t> heap;
+    const auto n = static_cast<std::int32_t>(symbols.size());
+    std::uint32_t* sym = symbols.data();
+    next.resize(symbols.size());
+    prev.resize(symbols.size());
+    heap.clear();
+    for (std::int32_t i = 0; i < n; ++i) {
+        prev[i] = i - 1;
+        next[i] = i + 1 < n ? i + 1 : -1;
+    }
+    auto push = [&](std::int32_t pos) {
+        if (pos < 0 || next[pos] < 0) return;
+        const std::uint32_t rank = memoRank(sym[pos], sym[next[pos]]);
+        if (rank == kNoRank) return;
+        heap.push_back((static_cast<std::uint64_t>(rank) << 32) | static_cast<std::uint32_t>(pos));
+        std::push_heap(heap.begin(), heap.end(), std::greater<>());
+    };
+    for (std::int32_t i = 0; i + 1 < n; ++i) push(i);
+    while (!heap.empty()) {
+        std::pop_heap(heap.begin(), heap.end(), std::greater<>());
+        const std::uint64_t top = heap.back();
+        heap.pop_back();
+        const auto rank = static_cast<std::uint32_t>(top >> 32);
+        const auto pos = static_cast<std::int32_t>(top & 0xffffffffu);
+        const std::int32_t right = next[pos];
+        // Dead symbols have prev == -2.
+        if (prev[pos] == -2 || right < 0 || memoRank(sym[pos], sym[right]) != rank) continue;
+        sym[pos] = merged_by_rank_[rank];
+        next[pos] = next[right];
+        if (next[right] >= 0) prev[next[right]] = pos;
+        prev[right] = -2;
+        push(prev[pos]);
+        push(pos);
+    }
+    std::size_t out = 0;
+    for (std::int32_t i = 0; i >= 0; i = next[i]) sym[out++] = sym[i];
+    symbols.resize(out);
 }
 
 }  // namespace dpgate::admission

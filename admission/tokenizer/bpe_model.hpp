@@ -9,108 +9,108 @@
 namespace dpgate::admission {
 
 class BpeModel {
- public:
-  struct Merge {
-    std::uint32_t left;
-    std::uint32_t right;
-    std::uint32_t merged;
-  };
+public:
+    struct Merge {
+        std::uint32_t left;
+        std::uint32_t right;
+        std::uint32_t merged;
+    };
 
-  // byte_ids[b] is the id of byte b's byte-level character; merges are in
-  // rank order (index = rank).
-  BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges);
+    // byte_ids[b] is the id of byte b's byte-level character; merges are in
+    // rank order (index = rank).
+    BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges);
 
-  // Appends the ids of one pre-tokenized piece.
-  void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const;
+    // Appends the ids of one pre-tokenized piece.
+    void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const;
 
-  // Same ids as encodePiece, always merging from single bytes (no per-character
-  // shortcut); for tests that check the shortcut changes nothing.
-  void encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const;
+    // Same ids as encodePiece, always merging from single bytes (no per-character
+    // shortcut); for tests that check the shortcut changes nothing.
+    void encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const;
 
-  std::size_t memoryBytes() const {
-    return table_.size() * sizeof(std::uint64_t) + merged_by_rank_.size() * 4 +
-           char_premerge_.size() * sizeof(std::uint64_t) + pair_filter_.size() * sizeof(std::uint64_t);
-  }
-  // Characters of kCharPremergeFirst..kCharPremergeLast that start from
-  // their merged tokens instead of their bytes (see bpe_char_premerge.cpp).
-  std::size_t premergedCharCount() const;
-
-  // Ids and ranks must be below 2^kIdBits (load checks).
-  static constexpr unsigned kIdBits = 21;
-
- private:
-  // One 8-byte slot per merge so the table (2 MB for DeepSeek's 128K merges)
-  // is as cache-friendly as it can be: [used:1][left:21][right:21][rank:21].
-  // The merged id is looked up by rank, only when a merge happens.
-  static constexpr std::uint64_t kIdMask = (1ull << kIdBits) - 1;
-  static constexpr std::uint64_t kPairMask = (1ull << (2 * kIdBits)) - 1;
-  static constexpr std::uint64_t kUsed = 1ull << 63;
-  static constexpr std::uint32_t kNoRank = ~0u;
-
-  static std::uint64_t pairKey(std::uint32_t left, std::uint32_t right) {
-    return (static_cast<std::uint64_t>(left) << kIdBits) | right;
-  }
-  static std::size_t mix(std::uint64_t key) {
-    key ^= key >> 29;
-    key *= 0x7fb5d329728ea185ull;
-    key ^= key >> 32;
-    return static_cast<std::size_t>(key);
-  }
-  // Rank of the merge (left, right), or kNoRank.
-  std::uint32_t rankOf(std::uint32_t left, std::uint32_t right) const {
-    const std::uint64_t key = pairKey(left, right);
-    std::size_t i = mix(key) & mask_;
-    for (;;) {
-      const std::uint64_t slot = table_[i];
-      if (!(slot & kUsed)) return kNoRank;
-      if (((slot >> kIdBits) & kPairMask) == key) return static_cast<std::uint32_t>(slot & kIdMask);
-      i = (i + 1) & mask_;
+    std::size_t memoryBytes() const {
+        return table_.size() * sizeof(std::uint64_t) + merged_by_rank_.size() * 4 +
+               char_premerge_.size() * sizeof(std::uint64_t) + pair_filter_.size() * sizeof(std::uint64_t);
     }
-  }
-  // Same answers as rankOf, through a per-thread memo (see bpe_model.cpp).
-  std::uint32_t memoRank(std::uint32_t left, std::uint32_t right) const;
+    // Characters of kCharPremergeFirst..kCharPremergeLast that start from
+    // their merged tokens instead of their bytes (see bpe_char_premerge.cpp).
+    std::size_t premergedCharCount() const;
 
-  // Fills char_premerge_ (bpe_char_premerge.cpp).
-  void buildCharPremerge();
-  // The symbols a piece starts from: one per byte, except that a 3-byte
-  // character with a char_premerge_ entry contributes its merged tokens.
-  void initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const;
-  void mergeSymbols(std::vector<std::uint32_t>& symbols) const;
+    // Ids and ranks must be below 2^kIdBits (load checks).
+    static constexpr unsigned kIdBits = 21;
 
-  // Long pieces with few merges left (CJK clauses after the per-character
-  // shortcut) are cheaper to rescan than to keep a heap for.
-  static constexpr std::size_t kLinearMergeMax = 64;
-  void mergeLinear(std::vector<std::uint32_t>& symbols) const;
-  void mergeHeap(std::vector<std::uint32_t>& symbols) const;
+private:
+    // One 8-byte slot per merge so the table (2 MB for DeepSeek's 128K merges)
+    // is as cache-friendly as it can be: [used:1][left:21][right:21][rank:21].
+    // The merged id is looked up by rank, only when a merge happens.
+    static constexpr std::uint64_t kIdMask = (1ull << kIdBits) - 1;
+    static constexpr std::uint64_t kPairMask = (1ull << (2 * kIdBits)) - 1;
+    static constexpr std::uint64_t kUsed = 1ull << 63;
+    static constexpr std::uint32_t kNoRank = ~0u;
 
-  std::uint64_t model_id_;  // keys the per-thread pair memo
-  std::uint32_t byte_ids_[256];
-  std::vector<std::uint64_t> table_;
-  // Bloom filter over the merge pairs (two bits per pair from mix(key)):
-  // most adjacent pairs of CJK text are not merges, and the 256 KB filter
-  // says so without touching the 2 MB table or the pair memo.
-  static constexpr unsigned kFilterBits = 21;
-  std::vector<std::uint64_t> pair_filter_;
-  bool mayMerge(std::size_t hash) const {
-    constexpr std::size_t kMask = (std::size_t{1} << kFilterBits) - 1;
-    const std::size_t a = hash & kMask;
-    const std::size_t b = (hash >> kFilterBits) & kMask;
-    return ((pair_filter_[a >> 6] >> (a & 63)) & (pair_filter_[b >> 6] >> (b & 63)) & 1) != 0;
-  }
-  std::vector<std::uint32_t> merged_by_rank_;
-  std::size_t mask_ = 0;
+    static std::uint64_t pairKey(std::uint32_t left, std::uint32_t right) {
+        return (static_cast<std::uint64_t>(left) << kIdBits) | right;
+    }
+    static std::size_t mix(std::uint64_t key) {
+        key ^= key >> 29;
+        key *= 0x7fb5d329728ea185ull;
+        key ^= key >> 32;
+        return static_cast<std::size_t>(key);
+    }
+    // Rank of the merge (left, right), or kNoRank.
+    std::uint32_t rankOf(std::uint32_t left, std::uint32_t right) const {
+        const std::uint64_t key = pairKey(left, right);
+        std::size_t i = mix(key) & mask_;
+        for (;;) {
+            const std::uint64_t slot = table_[i];
+            if (!(slot & kUsed)) return kNoRank;
+            if (((slot >> kIdBits) & kPairMask) == key) return static_cast<std::uint32_t>(slot & kIdMask);
+            i = (i + 1) & mask_;
+        }
+    }
+    // Same answers as rankOf, through a per-thread memo (see bpe_model.cpp).
+    std::uint32_t memoRank(std::uint32_t left, std::uint32_t right) const;
 
- public:
-  // The pre-tokenizer's CJK class (kana, U+4E00..U+9FA5) lies in this range,
-  // all of it 3-byte UTF-8: the pieces that are long and never repeat.
-  static constexpr std::uint32_t kCharPremergeFirst = 0x3040;
-  static constexpr std::uint32_t kCharPremergeLast = 0x9fa5;
+    // Fills char_premerge_ (bpe_char_premerge.cpp).
+    void buildCharPremerge();
+    // The symbols a piece starts from: one per byte, except that a 3-byte
+    // character with a char_premerge_ entry contributes its merged tokens.
+    void initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const;
+    void mergeSymbols(std::vector<std::uint32_t>& symbols) const;
 
- private:
-  // Indexed by code point - kCharPremergeFirst: 0 = start from the bytes;
-  // else kUsed | (two tokens ? kPremergeTwo : 0) | second << kIdBits | first.
-  static constexpr std::uint64_t kPremergeTwo = 1ull << 62;
-  std::vector<std::uint64_t> char_premerge_;
+    // Long pieces with few merges left (CJK clauses after the per-character
+    // shortcut) are cheaper to rescan than to keep a heap for.
+    static constexpr std::size_t kLinearMergeMax = 64;
+    void mergeLinear(std::vector<std::uint32_t>& symbols) const;
+    void mergeHeap(std::vector<std::uint32_t>& symbols) const;
+
+    std::uint64_t model_id_;  // keys the per-thread pair memo
+    std::uint32_t byte_ids_[256];
+    std::vector<std::uint64_t> table_;
+    // Bloom filter over the merge pairs (two bits per pair from mix(key)):
+    // most adjacent pairs of CJK text are not merges, and the 256 KB filter
+    // says so without touching the 2 MB table or the pair memo.
+    static constexpr unsigned kFilterBits = 21;
+    std::vector<std::uint64_t> pair_filter_;
+    bool mayMerge(std::size_t hash) const {
+        constexpr std::size_t kMask = (std::size_t{1} << kFilterBits) - 1;
+        const std::size_t a = hash & kMask;
+        const std::size_t b = (hash >> kFilterBits) & kMask;
+        return ((pair_filter_[a >> 6] >> (a & 63)) & (pair_filter_[b >> 6] >> (b & 63)) & 1) != 0;
+    }
+    std::vector<std::uint32_t> merged_by_rank_;
+    std::size_t mask_ = 0;
+
+public:
+    // The pre-tokenizer's CJK class (kana, U+4E00..U+9FA5) lies in this range,
+    // all of it 3-byte UTF-8: the pieces that are long and never repeat.
+    static constexpr std::uint32_t kCharPremergeFirst = 0x3040;
+    static constexpr std::uint32_t kCharPremergeLast = 0x9fa5;
+
+private:
+    // Indexed by code point - kCharPremergeFirst: 0 = start from the bytes;
+    // else kUsed | (two tokens ? kPremergeTwo : 0) | second << kIdBits | first.
+    static constexpr std::uint64_t kPremergeTwo = 1ull << 62;
+    std::vector<std::uint64_t> char_premerge_;
 };
 
 }  // namespace dpgate::admission

@@ -16,134 +16,132 @@ namespace {
 
 // Flags beyond the Unicode classes, for what the patterns name literally.
 enum ExtraFlag : std::uint16_t {
-  kCrLf = 1u << 8,          // [\r\n]
-  kAsciiLetter = 1u << 9,   // [A-Za-z]
-  kAsciiPunct = 1u << 10,   // the first alternative's leading class
-  kCjk = 1u << 11,          // step 2's class
-  kSpaceChar = 1u << 12,    // the literal ' ' of " ?"
+    kCrLf = 1u << 8,         // [\r\n]
+    kAsciiLetter = 1u << 9,  // [A-Za-z]
+    kAsciiPunct = 1u << 10,  // the first alternative's leading class
+    kCjk = 1u << 11,         // step 2's class
+    kSpaceChar = 1u << 12,   // the literal ' ' of " ?"
 };
 
-constexpr std::uint16_t kL = kClassL, kM = kClassM, kN = kClassN, kP = kClassP, kS = kClassS,
-                        kSpace = kClassSpace;
+constexpr std::uint16_t kL = kClassL, kM = kClassM, kN = kClassN, kP = kClassP, kS = kClassS, kSpace = kClassSpace;
 
 struct AsciiTable {
-  std::uint16_t flags[128];
-  AsciiTable() {
-    for (unsigned c = 0; c < 128; ++c) {
-      std::uint16_t f = unicodeClasses(c);
-      if (c == '\r' || c == '\n') f |= kCrLf;
-      if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) f |= kAsciiLetter;
-      if (std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(c)) != std::string_view::npos) {
-        f |= kAsciiPunct;
-      }
-      if (c == ' ') f |= kSpaceChar;
-      flags[c] = f;
+    std::uint16_t flags[128];
+    AsciiTable() {
+        for (unsigned c = 0; c < 128; ++c) {
+            std::uint16_t f = unicodeClasses(c);
+            if (c == '\r' || c == '\n') f |= kCrLf;
+            if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) f |= kAsciiLetter;
+            if (std::string_view("!\"#$%&'()*+,-./:;<=>?@[\\]^_`{|}~").find(static_cast<char>(c)) !=
+                std::string_view::npos) {
+                f |= kAsciiPunct;
+            }
+            if (c == ' ') f |= kSpaceChar;
+            flags[c] = f;
+        }
     }
-  }
 };
 const AsciiTable kAscii;
 
-inline bool isCjk(std::uint32_t cp) {
-  return (cp >= 0x4e00 && cp <= 0x9fa5) || (cp >= 0x3040 && cp <= 0x30ff);
-}
+inline bool isCjk(std::uint32_t cp) { return (cp >= 0x4e00 && cp <= 0x9fa5) || (cp >= 0x3040 && cp <= 0x30ff); }
 
 struct Char {
-  std::uint16_t flags;
-  unsigned len;
+    std::uint16_t flags;
+    unsigned len;
 };
 
 inline Char charAt(const unsigned char* p) {
-  if (*p < 0x80) return {kAscii.flags[*p], 1};
-  unsigned len;
-  const std::uint32_t cp = decodeUtf8(p, len);
-  std::uint16_t f = unicodeClasses(cp);
-  if (isCjk(cp)) f |= kCjk;
-  return {f, len};
+    if (*p < 0x80) return {kAscii.flags[*p], 1};
+    unsigned len;
+    const std::uint32_t cp = decodeUtf8(p, len);
+    std::uint16_t f = unicodeClasses(cp);
+    if (isCjk(cp)) f |= kCjk;
+    return {f, len};
 }
 
 class RegionSplitter {
- public:
-  RegionSplitter(const unsigned char* base, std::uint32_t end) : s_(base), end_(end) {}
+public:
+    RegionSplitter(const unsigned char* base, std::uint32_t end) : s_(base), end_(end) {}
 
-  std::uint32_t scan(std::uint32_t i, std::uint16_t mask) const {
-    while (i < end_) {
-      const Char c = charAt(s_ + i);
-      if (!(c.flags & mask)) break;
-      i += c.len;
+    std::uint32_t scan(std::uint32_t i, std::uint16_t mask) const {
+        while (i < end_) {
+            const Char c = charAt(s_ + i);
+            if (!(c.flags & mask)) break;
+            i += c.len;
+        }
+        return i;
     }
-    return i;
-  }
 
-  // End of the step-3 match starting at i, or 0 when no alternative matches.
-  std::uint32_t matchAt(std::uint32_t i) const {
-    const Char c0 = charAt(s_ + i);
-    const std::uint32_t e0 = i + c0.len;
-    // [!"#...~][A-Za-z]+
-    if (c0.flags & kAsciiPunct) {
-      std::uint32_t j = e0;
-      while (j < end_ && s_[j] < 0x80 && (kAscii.flags[s_[j]] & kAsciiLetter)) ++j;
-      if (j > e0) return j;
+    // End of the step-3 match starting at i, or 0 when no alternative matches.
+    std::uint32_t matchAt(std::uint32_t i) const {
+        const Char c0 = charAt(s_ + i);
+        const std::uint32_t e0 = i + c0.len;
+        // [!"#...~][A-Za-z]+
+        if (c0.flags & kAsciiPunct) {
+            std::uint32_t j = e0;
+            while (j < end_ && s_[j] < 0x80 && (kAscii.flags[s_[j]] & kAsciiLetter)) ++j;
+            if (j > e0) return j;
+        }
+        // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+        if (!(c0.flags & (kCrLf | kL | kP | kS))) {
+            const std::uint32_t j = scan(e0, kL | kM);
+            if (j > e0) return j;
+        }
+        if (c0.flags & (kL | kM)) return scan(e0, kL | kM);
+        // ' ?[\p{P}\p{S}]+[\r\n]*'
+        if ((c0.flags & kSpaceChar) && e0 < end_) {
+            const std::uint32_t j = scan(e0, kP | kS);
+            if (j > e0) return scanCrLf(j);
+        }
+        if (c0.flags & (kP | kS)) return scanCrLf(scan(e0, kP | kS));
+        if (c0.flags & kSpace) {
+            // \s*[\r\n]+ ends after the run's last CR/LF; otherwise \s+(?!\S)
+            // leaves the run's last character for the next word unless the run
+            // ends the piece, and a lone character falls through to \s+.
+            std::uint32_t j = i;
+            std::uint32_t last_crlf_end = 0;
+            std::uint32_t last_start = i;
+            unsigned count = 0;
+            while (j < end_) {
+                const Char c = charAt(s_ + j);
+                if (!(c.flags & kSpace)) break;
+                if (c.flags & kCrLf) last_crlf_end = j + c.len;
+                last_start = j;
+                j += c.len;
+                ++count;
+            }
+            if (last_crlf_end != 0) return last_crlf_end;
+            if (j == end_ || count == 1) return j;
+            return last_start;
+        }
+        return 0;
     }
-    // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
-    if (!(c0.flags & (kCrLf | kL | kP | kS))) {
-      const std::uint32_t j = scan(e0, kL | kM);
-      if (j > e0) return j;
-    }
-    if (c0.flags & (kL | kM)) return scan(e0, kL | kM);
-    // ' ?[\p{P}\p{S}]+[\r\n]*'
-    if ((c0.flags & kSpaceChar) && e0 < end_) {
-      const std::uint32_t j = scan(e0, kP | kS);
-      if (j > e0) return scanCrLf(j);
-    }
-    if (c0.flags & (kP | kS)) return scanCrLf(scan(e0, kP | kS));
-    if (c0.flags & kSpace) {
-      // \s*[\r\n]+ ends after the run's last CR/LF; otherwise \s+(?!\S)
-      // leaves the run's last character for the next word unless the run
-      // ends the piece, and a lone character falls through to \s+.
-      std::uint32_t j = i;
-      std::uint32_t last_crlf_end = 0;
-      std::uint32_t last_start = i;
-      unsigned count = 0;
-      while (j < end_) {
-        const Char c = charAt(s_ + j);
-        if (!(c.flags & kSpace)) break;
-        if (c.flags & kCrLf) last_crlf_end = j + c.len;
-        last_start = j;
-        j += c.len;
-        ++count;
-      }
-      if (last_crlf_end != 0) return last_crlf_end;
-      if (j == end_ || count == 1) return j;
-      return last_start;
-    }
-    return 0;
-  }
 
-  std::uint32_t scanCrLf(std::uint32_t j) const {
-    while (j < end_ && (s_[j] == '\r' || s_[j] == '\n')) ++j;
-    return j;
-  }
-
-  void split(std::uint32_t begin, std::vector<std::uint32_t>& piece_ends) const {
-    std::uint32_t i = begin;
-    std::uint32_t gap_start = begin;
-    while (i < end_) {
-      const std::uint32_t m = matchAt(i);
-      if (m != 0) {
-        if (gap_start < i) piece_ends.push_back(i);
-        piece_ends.push_back(m);
-        i = m;
-        gap_start = m;
-      } else {
-        i += charAt(s_ + i).len;
-      }
+    std::uint32_t scanCrLf(std::uint32_t j) const {
+        while (j < end_ && (s_[j] == '\r' || s_[j] == '\n')) ++j;
+        return j;
     }
-    if (gap_start < end_) piece_ends.push_back(end_);
-  }
 
- private:
-  const unsigned char* s_;
-  std::uint32_t end_;
+    void split(std::uint32_t begin, std::vector<std::uint32_t>& piece_ends) const {
+        std::uint32_t i = begin;
+        std::uint32_t gap_start = begin;
+        while (i < end_) {
+            const std::uint32_t m = matchAt(i);
+            if (m != 0) {
+                if (gap_start < i) piece_ends.push_back(i);
+                piece_ends.push_back(m);
+                i = m;
+                gap_start = m;
+            } else {
+                i += charAt(s_ + i).len;
+            }
+        }
+        if (gap_start < end_) piece_ends.push_back(end_);
+    }
+
+private:
+    const unsigned char* s_;
+    std::uint32_t end_;
 };
 
 // Length of the run of CJK unified ideographs (U+4E00..U+9FA5) at s[pos..n),
@@ -153,70 +151,70 @@ class RegionSplitter {
 // [\p{L}\p{M}]+ alternative). Decoding them here skips two table lookups
 // per character.
 inline std::uint32_t ideographRun(const unsigned char* s, std::uint32_t pos, std::uint32_t n) {
-  std::uint32_t i = pos;
-  while (i + 3 <= n && s[i] - 0xe4u <= 0xe9u - 0xe4u) {
-    const std::uint32_t cp = ((s[i] & 0x0fu) << 12) | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
-    if (cp < 0x4e00 || cp > 0x9fa5) break;
-    i += 3;
-  }
-  return i - pos;
+    std::uint32_t i = pos;
+    while (i + 3 <= n && s[i] - 0xe4u <= 0xe9u - 0xe4u) {
+        const std::uint32_t cp = ((s[i] & 0x0fu) << 12) | ((s[i + 1] & 0x3fu) << 6) | (s[i + 2] & 0x3fu);
+        if (cp < 0x4e00 || cp > 0x9fa5) break;
+        i += 3;
+    }
+    return i - pos;
 }
 
 // The shortcut above assumes the class table agrees; checked once, so a
 // regenerated table that disagrees turns the shortcut off, not wrong.
 bool ideographsAreOnlyLetters() {
-  static const bool only_letters = [] {
-    for (std::uint32_t cp = 0x4e00; cp <= 0x9fa5; ++cp) {
-      if (unicodeClasses(cp) != kL) return false;
-    }
-    return true;
-  }();
-  return only_letters;
+    static const bool only_letters = [] {
+        for (std::uint32_t cp = 0x4e00; cp <= 0x9fa5; ++cp) {
+            if (unicodeClasses(cp) != kL) return false;
+        }
+        return true;
+    }();
+    return only_letters;
 }
 
 }  // namespace
 
 void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
-  const auto* s = reinterpret_cast<const unsigned char*>(text.data());
-  const auto n = static_cast<std::uint32_t>(text.size());
-  const bool ideograph_shortcut = ideographsAreOnlyLetters();
-  std::uint32_t pos = 0;
-  while (pos < n) {
-    if (ideograph_shortcut) {
-      if (const std::uint32_t run = ideographRun(s, pos, n); run != 0) {
-        const std::uint32_t end = pos + run;
-        if (end == n || !(charAt(s + end).flags & kCjk)) {
-          piece_ends.push_back(end);
-          pos = end;
-          continue;
+    const auto* s = reinterpret_cast<const unsigned char*>(text.data());
+    const auto n = static_cast<std::uint32_t>(text.size());
+    const bool ideograph_shortcut = ideographsAreOnlyLetters();
+    std::uint32_t pos = 0;
+    while (pos < n) {
+        if (ideograph_shortcut) {
+            if (const std::uint32_t run = ideographRun(s, pos, n); run != 0) {
+                const std::uint32_t end = pos + run;
+                if (end == n || !(charAt(s + end).flags & kCjk)) {
+                    piece_ends.push_back(end);
+                    pos = end;
+                    continue;
+                }
+            }
         }
-      }
+        Char c = charAt(s + pos);
+        if (c.flags & kN) {
+            // Step 1: runs of numbers, three at a time.
+            unsigned taken = 0;
+            while (pos < n && taken < 3) {
+                c = charAt(s + pos);
+                if (!(c.flags & kN)) break;
+                pos += c.len;
+                ++taken;
+            }
+            piece_ends.push_back(pos);
+            continue;
+        }
+        // Steps 2 and 3: a region is a maximal run that is all CJK or all
+        // non-CJK (and never a number); step 3 runs inside each region alone.
+        const std::uint16_t cjk = c.flags & kCjk;
+        std::uint32_t end = pos + c.len;
+        while (end < n) {
+            const Char d = charAt(s + end);
+            if ((d.flags & kN) || (d.flags & kCjk) != cjk) break;
+            end += d.len;
+        }
+        RegionSplitter(s, end).split(pos, piece_ends);
+        pos = end;
     }
-    Char c = charAt(s + pos);
-    if (c.flags & kN) {
-      // Step 1: runs of numbers, three at a time.
-      unsigned taken = 0;
-      while (pos < n && taken < 3) {
-        c = charAt(s + pos);
-        if (!(c.flags & kN)) break;
-        pos += c.len;
-        ++taken;
-      }
-      piece_ends.push_back(pos);
-      continue;
-    }
-    // Steps 2 and 3: a region is a maximal run that is all CJK or all
-    // non-CJK (and never a number); step 3 runs inside each region alone.
-    const std::uint16_t cjk = c.flags & kCjk;
-    std::uint32_t end = pos + c.len;
-    while (end < n) {
-      const Char d = charAt(s + end);
-      if ((d.flags & kN) || (d.flags & kCjk) != cjk) break;
-      end += d.len;
-    }
-    RegionSplitter(s, end).split(pos, piece_ends);
-    pos = end;
-  }
 }
 
 }  // namespace dpgate::admission

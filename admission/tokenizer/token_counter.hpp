@@ -17,41 +17,41 @@
 namespace dpgate::admission {
 
 struct TokenCount {
-  bool ok = false;
-  std::uint64_t tokens = 0;
-  std::string error;  // set when !ok
+    bool ok = false;
+    std::uint64_t tokens = 0;
+    std::string error;  // set when !ok
 };
 
 struct TokenCounterLimits {
-  std::size_t word_cache_entries = 1u << 16;
-  std::size_t segment_cache_entries = 1u << 14;
-  // Shorter segments are counted directly: hashing them costs about as much.
-  // Every request is rendered and counted, and a small request's segments
-  // (a system prompt, a short user turn) are tens of bytes that repeat from
-  // request to request: caching from 24 bytes up made a repeated two-message
-  // request cheaper than counting them every time (callgrind, per admit).
-  std::size_t min_cached_segment_bytes = 24;
+    std::size_t word_cache_entries = 1u << 16;
+    std::size_t segment_cache_entries = 1u << 14;
+    // Shorter segments are counted directly: hashing them costs about as much.
+    // Every request is rendered and counted, and a small request's segments
+    // (a system prompt, a short user turn) are tens of bytes that repeat from
+    // request to request: caching from 24 bytes up made a repeated two-message
+    // request cheaper than counting them every time (callgrind, per admit).
+    std::size_t min_cached_segment_bytes = 24;
 };
 
 class TokenCounter {
- public:
-  explicit TokenCounter(std::shared_ptr<const Tokenizer> tokenizer, TokenCounterLimits limits = {});
+public:
+    explicit TokenCounter(std::shared_ptr<const Tokenizer> tokenizer, TokenCounterLimits limits = {});
 
-  // Tokens of `text` as HuggingFace's encode(text) gives them (added tokens
-  // matched in the text, no special tokens added around it).
-  TokenCount count(std::string_view text);
-  // Same ids as HuggingFace's encode(text).getIds(); nullopt on success,
-  // else the error (invalid UTF-8).
-  std::optional<std::string> encode(std::string_view text, std::vector<std::uint32_t>& ids);
+    // Tokens of `text` as HuggingFace's encode(text) gives them (added tokens
+    // matched in the text, no special tokens added around it).
+    TokenCount count(std::string_view text);
+    // Same ids as HuggingFace's encode(text).getIds(); nullopt on success,
+    // else the error (invalid UTF-8).
+    std::optional<std::string> encode(std::string_view text, std::vector<std::uint32_t>& ids);
 
-  const Tokenizer& tokenizer() const { return *tokenizer_; }
-  const SegmentCache& segmentCache() const { return segments_; }
+    const Tokenizer& tokenizer() const { return *tokenizer_; }
+    const SegmentCache& segmentCache() const { return segments_; }
 
- private:
-  std::shared_ptr<const Tokenizer> tokenizer_;
-  TokenCounterLimits limits_;
-  WordCache words_;
-  SegmentCache segments_;
+private:
+    std::shared_ptr<const Tokenizer> tokenizer_;
+    TokenCounterLimits limits_;
+    WordCache words_;
+    SegmentCache segments_;
 };
 
 // "input is not valid UTF-8 (byte offset N)"; shared by every caller that refuses text.

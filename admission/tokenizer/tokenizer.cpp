@@ -1,7 +1,7 @@
 #include "admission/tokenizer/tokenizer.hpp"
 
-#include <nlohmann/json.hpp>
 #include <simdjson.h>
+#include <nlohmann/json.hpp>
 
 #include <cstring>
 #include <stdexcept>
@@ -15,334 +15,340 @@ namespace dpgate::admission {
 namespace {
 
 struct LoadError : std::runtime_error {
-  using std::runtime_error::runtime_error;
+    using std::runtime_error::runtime_error;
 };
 
 // GPT-2's byte-level alphabet: printable Latin-1 bytes stand for themselves,
 // the others are shifted to U+0100 and up, in byte order.
 std::string byteLevelChar(unsigned byte) {
-  const bool printable = (byte >= 0x21 && byte <= 0x7e) || (byte >= 0xa1 && byte <= 0xac) || (byte >= 0xae && byte <= 0xff);
-  std::uint32_t cp = byte;
-  if (!printable) {
-    unsigned shifted = 0;
-    for (unsigned b = 0; b < byte; ++b) {
-      const bool p = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
-      if (!p) ++shifted;
+    const bool printable =
+        (byte >= 0x21 && byte <= 0x7e) || (byte >= 0xa1 && byte <= 0xac) || (byte >= 0xae && byte <= 0xff);
+    std::uint32_t cp = byte;
+    if (!printable) {
+        unsigned shifted = 0;
+        for (unsigned b = 0; b < byte; ++b) {
+            const bool p = (b >= 0x21 && b <= 0x7e) || (b >= 0xa1 && b <= 0xac) || (b >= 0xae && b <= 0xff);
+            if (!p) ++shifted;
+        }
+        cp = 0x100 + shifted;
     }
-    cp = 0x100 + shifted;
-  }
-  std::string out;
-  if (cp < 0x80) {
-    out.push_back(static_cast<char>(cp));
-  } else {
-    out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
-    out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
-  }
-  return out;
+    std::string out;
+    if (cp < 0x80) {
+        out.push_back(static_cast<char>(cp));
+    } else {
+        out.push_back(static_cast<char>(0xc0 | (cp >> 6)));
+        out.push_back(static_cast<char>(0x80 | (cp & 0x3f)));
+    }
+    return out;
 }
 
 bool isNullOrFalse(const nlohmann::json& j, const char* key) {
-  return !j.contains(key) || j[key].is_null() || (j[key].is_boolean() && !j[key].get<bool>());
+    return !j.contains(key) || j[key].is_null() || (j[key].is_boolean() && !j[key].get<bool>());
 }
 
 void checkNormalizer(const nlohmann::json& n) {
-  if (n.is_null()) return;
-  const std::string type = n.value("type", "");
-  if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array() && n["normalizers"].empty()) return;
-  throw LoadError("unsupported normalizer: " + (type.empty() ? n.dump() : type) +
-                  " (only none or an empty Sequence is implemented)");
+    if (n.is_null()) return;
+    const std::string type = n.value("type", "");
+    if (type == "Sequence" && n.contains("normalizers") && n["normalizers"].is_array() && n["normalizers"].empty())
+        return;
+    throw LoadError("unsupported normalizer: " + (type.empty() ? n.dump() : type) +
+                    " (only none or an empty Sequence is implemented)");
 }
 
 void checkPreTokenizer(const nlohmann::json& p) {
-  if (p.is_null()) throw LoadError("unsupported pre_tokenizer: null (expected the DeepSeek V3 Split sequence)");
-  const std::string type = p.value("type", "");
-  if (type != "Sequence") throw LoadError("unsupported pre_tokenizer: " + type + " (expected Sequence)");
-  const auto& steps = p.at("pretokenizers");
-  if (!steps.is_array() || steps.size() != kDeepSeekV3SplitPatterns.size() + 1) {
-    throw LoadError("unsupported pre_tokenizer: Sequence of " + std::to_string(steps.size()) +
-                    " steps (expected the 3 DeepSeek V3 Split regexes and ByteLevel)");
-  }
-  for (std::size_t i = 0; i < kDeepSeekV3SplitPatterns.size(); ++i) {
-    const auto& step = steps[i];
-    const std::string step_type = step.value("type", "");
-    if (step_type != "Split") throw LoadError("unsupported pre_tokenizer step " + std::to_string(i) + ": " + step_type);
-    if (!step.contains("pattern") || !step["pattern"].contains("Regex")) {
-      throw LoadError("unsupported pre_tokenizer Split " + std::to_string(i) + ": pattern is not a Regex");
+    if (p.is_null()) throw LoadError("unsupported pre_tokenizer: null (expected the DeepSeek V3 Split sequence)");
+    const std::string type = p.value("type", "");
+    if (type != "Sequence") throw LoadError("unsupported pre_tokenizer: " + type + " (expected Sequence)");
+    const auto& steps = p.at("pretokenizers");
+    if (!steps.is_array() || steps.size() != kDeepSeekV3SplitPatterns.size() + 1) {
+        throw LoadError("unsupported pre_tokenizer: Sequence of " + std::to_string(steps.size()) +
+                        " steps (expected the 3 DeepSeek V3 Split regexes and ByteLevel)");
     }
-    const std::string regex = step["pattern"]["Regex"].get<std::string>();
-    if (regex != kDeepSeekV3SplitPatterns[i]) {
-      throw LoadError("unsupported pre_tokenizer Split regex " + std::to_string(i) + ": " + regex +
-                      " (only the DeepSeek V3 patterns are implemented)");
+    for (std::size_t i = 0; i < kDeepSeekV3SplitPatterns.size(); ++i) {
+        const auto& step = steps[i];
+        const std::string step_type = step.value("type", "");
+        if (step_type != "Split")
+            throw LoadError("unsupported pre_tokenizer step " + std::to_string(i) + ": " + step_type);
+        if (!step.contains("pattern") || !step["pattern"].contains("Regex")) {
+            throw LoadError("unsupported pre_tokenizer Split " + std::to_string(i) + ": pattern is not a Regex");
+        }
+        const std::string regex = step["pattern"]["Regex"].get<std::string>();
+        if (regex != kDeepSeekV3SplitPatterns[i]) {
+            throw LoadError("unsupported pre_tokenizer Split regex " + std::to_string(i) + ": " + regex +
+                            " (only the DeepSeek V3 patterns are implemented)");
+        }
+        if (step.value("behavior", "") != "Isolated") {
+            throw LoadError("unsupported pre_tokenizer Split behavior: " + step.value("behavior", "?"));
+        }
+        if (!isNullOrFalse(step, "invert")) throw LoadError("unsupported pre_tokenizer Split invert: true");
     }
-    if (step.value("behavior", "") != "Isolated") {
-      throw LoadError("unsupported pre_tokenizer Split behavior: " + step.value("behavior", "?"));
+    const auto& last = steps.back();
+    if (last.value("type", "") != "ByteLevel") {
+        throw LoadError("unsupported pre_tokenizer last step: " + last.value("type", "?") + " (expected ByteLevel)");
     }
-    if (!isNullOrFalse(step, "invert")) throw LoadError("unsupported pre_tokenizer Split invert: true");
-  }
-  const auto& last = steps.back();
-  if (last.value("type", "") != "ByteLevel") {
-    throw LoadError("unsupported pre_tokenizer last step: " + last.value("type", "?") + " (expected ByteLevel)");
-  }
-  if (!isNullOrFalse(last, "add_prefix_space")) throw LoadError("unsupported ByteLevel add_prefix_space: true");
-  if (!isNullOrFalse(last, "use_regex")) throw LoadError("unsupported ByteLevel use_regex: true");
+    if (!isNullOrFalse(last, "add_prefix_space")) throw LoadError("unsupported ByteLevel add_prefix_space: true");
+    if (!isNullOrFalse(last, "use_regex")) throw LoadError("unsupported ByteLevel use_regex: true");
 }
 
 void checkPostProcessor(const nlohmann::json& p) {
-  if (p.is_null()) return;
-  const std::string type = p.value("type", "");
-  if (type == "ByteLevel") return;  // only rewrites offsets
-  throw LoadError("unsupported post_processor: " + type);
+    if (p.is_null()) return;
+    const std::string type = p.value("type", "");
+    if (type == "ByteLevel") return;  // only rewrites offsets
+    throw LoadError("unsupported post_processor: " + type);
 }
 
 void checkModelScalar(std::string_view key, const nlohmann::json& v) {
-  if (key == "type") {
-    if (v != "BPE") throw LoadError("unsupported model: " + v.dump() + " (only BPE is implemented)");
-  } else if (key == "dropout") {
-    if (!v.is_null()) throw LoadError("unsupported BPE dropout: " + v.dump());
-  } else if (key == "continuing_subword_prefix" || key == "end_of_word_suffix") {
-    if (!v.is_null() && v != "") throw LoadError("unsupported BPE " + std::string(key) + ": " + v.dump());
-  } else if (key == "byte_fallback" || key == "ignore_merges") {
-    if (!v.is_null() && v != false) throw LoadError("unsupported BPE " + std::string(key) + ": true");
-  } else if (key == "unk_token" || key == "fuse_unk") {
-    // Unused: every byte has a byte-level token (checked below).
-  } else {
-    throw LoadError("unsupported BPE field: " + std::string(key));
-  }
+    if (key == "type") {
+        if (v != "BPE") throw LoadError("unsupported model: " + v.dump() + " (only BPE is implemented)");
+    } else if (key == "dropout") {
+        if (!v.is_null()) throw LoadError("unsupported BPE dropout: " + v.dump());
+    } else if (key == "continuing_subword_prefix" || key == "end_of_word_suffix") {
+        if (!v.is_null() && v != "") throw LoadError("unsupported BPE " + std::string(key) + ": " + v.dump());
+    } else if (key == "byte_fallback" || key == "ignore_merges") {
+        if (!v.is_null() && v != false) throw LoadError("unsupported BPE " + std::string(key) + ": true");
+    } else if (key == "unk_token" || key == "fuse_unk") {
+        // Unused: every byte has a byte-level token (checked below).
+    } else {
+        throw LoadError("unsupported BPE field: " + std::string(key));
+    }
 }
 
 // Token -> id during load, open addressing (std::unordered_map's node chasing
 // was a quarter of the load time: three lookups per merge). Keys view the
 // parser's string buffer, which outlives the load.
 class Vocab {
- public:
-  // Sized up front: growing a 128K-entry table costs page faults twice.
-  void reserve(std::size_t entries) {
-    std::size_t capacity = 1024;
-    while (capacity < entries * 2) capacity <<= 1;
-    if (capacity > slots_.size()) rehash(capacity);
-  }
-  void emplace(std::string_view token, std::uint32_t id) {
-    if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 1024 : slots_.size() * 2);
-    place(token, id);
-  }
-  const std::uint32_t* find(std::string_view token) const {
-    if (slots_.empty()) return nullptr;
-    for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
-      const Slot& slot = slots_[i];
-      if (slot.data == nullptr) return nullptr;
-      if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) return &slot.id;
+public:
+    // Sized up front: growing a 128K-entry table costs page faults twice.
+    void reserve(std::size_t entries) {
+        std::size_t capacity = 1024;
+        while (capacity < entries * 2) capacity <<= 1;
+        if (capacity > slots_.size()) rehash(capacity);
     }
-  }
-  bool contains(std::string_view token) const { return find(token) != nullptr; }
-  std::size_t size() const { return size_; }
-  template <typename Fn>
-  void forEach(Fn&& fn) const {
-    for (const Slot& slot : slots_) {
-      if (slot.data != nullptr) fn(std::string_view(slot.data, slot.size), slot.id);
+    void emplace(std::string_view token, std::uint32_t id) {
+        if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 1024 : slots_.size() * 2);
+        place(token, id);
     }
-  }
+    const std::uint32_t* find(std::string_view token) const {
+        if (slots_.empty()) return nullptr;
+        for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
+            const Slot& slot = slots_[i];
+            if (slot.data == nullptr) return nullptr;
+            if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) return &slot.id;
+        }
+    }
+    bool contains(std::string_view token) const { return find(token) != nullptr; }
+    std::size_t size() const { return size_; }
+    template <typename Fn>
+    void forEach(Fn&& fn) const {
+        for (const Slot& slot : slots_) {
+            if (slot.data != nullptr) fn(std::string_view(slot.data, slot.size), slot.id);
+        }
+    }
 
- private:
-  struct Slot {  // 16 bytes: the table is touched once per merge side
-    const char* data = nullptr;
-    std::uint32_t size = 0;
-    std::uint32_t id = 0;
-  };
-  void place(std::string_view token, std::uint32_t id) {
-    // An empty token still needs a non-null data pointer to mark the slot used.
-    static const char kEmpty = 0;
-    const char* data = token.empty() ? &kEmpty : token.data();
-    for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
-      Slot& slot = slots_[i];
-      if (slot.data == nullptr) {
-        slot = Slot{data, static_cast<std::uint32_t>(token.size()), id};
-        ++size_;
-        return;
-      }
-      if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) {
-        slot.id = id;  // a repeated key keeps the last value, as a JSON map does
-        return;
-      }
+private:
+    struct Slot {  // 16 bytes: the table is touched once per merge side
+        const char* data = nullptr;
+        std::uint32_t size = 0;
+        std::uint32_t id = 0;
+    };
+    void place(std::string_view token, std::uint32_t id) {
+        // An empty token still needs a non-null data pointer to mark the slot used.
+        static const char kEmpty = 0;
+        const char* data = token.empty() ? &kEmpty : token.data();
+        for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
+            Slot& slot = slots_[i];
+            if (slot.data == nullptr) {
+                slot = Slot{data, static_cast<std::uint32_t>(token.size()), id};
+                ++size_;
+                return;
+            }
+            if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) {
+                slot.id = id;  // a repeated key keeps the last value, as a JSON map does
+                return;
+            }
+        }
     }
-  }
-  void rehash(std::size_t capacity) {
-    std::vector<Slot> old = std::move(slots_);
-    slots_.assign(capacity, Slot{});
-    mask_ = capacity - 1;
-    size_ = 0;
-    for (const Slot& slot : old) {
-      if (slot.data != nullptr) place(std::string_view(slot.data, slot.size), slot.id);
+    void rehash(std::size_t capacity) {
+        std::vector<Slot> old = std::move(slots_);
+        slots_.assign(capacity, Slot{});
+        mask_ = capacity - 1;
+        size_ = 0;
+        for (const Slot& slot : old) {
+            if (slot.data != nullptr) place(std::string_view(slot.data, slot.size), slot.id);
+        }
     }
-  }
-  std::vector<Slot> slots_;
-  std::size_t mask_ = 0;
-  std::size_t size_ = 0;
+    std::vector<Slot> slots_;
+    std::size_t mask_ = 0;
+    std::size_t size_ = 0;
 };
 
 struct ModelParts {
-  Vocab vocab;
-  bool have_vocab = false;
-  std::vector<std::pair<std::string, std::string>> pending_merges;  // merges seen before vocab
-  std::vector<BpeModel::Merge> merges;
-  bool have_merges = false;
+    Vocab vocab;
+    bool have_vocab = false;
+    std::vector<std::pair<std::string, std::string>> pending_merges;  // merges seen before vocab
+    std::vector<BpeModel::Merge> merges;
+    bool have_merges = false;
 };
 
 std::uint32_t vocabId(const Vocab& vocab, std::string_view token, const char* what) {
-  const std::uint32_t* id = vocab.find(token);
-  if (id == nullptr) throw LoadError(std::string("BPE merge ") + what + " not in vocab: " + std::string(token));
-  return *id;
+    const std::uint32_t* id = vocab.find(token);
+    if (id == nullptr) throw LoadError(std::string("BPE merge ") + what + " not in vocab: " + std::string(token));
+    return *id;
 }
 
 void addMerge(ModelParts& parts, std::string_view left, std::string_view right) {
-  if (!parts.have_vocab) {
-    parts.pending_merges.emplace_back(left, right);
-    return;
-  }
-  const std::uint32_t l = vocabId(parts.vocab, left, "left side");
-  const std::uint32_t r = vocabId(parts.vocab, right, "right side");
-  thread_local std::string joined;
-  joined.assign(left).append(right);
-  const std::uint32_t m = vocabId(parts.vocab, joined, "result");
-  parts.merges.push_back({l, r, m});
+    if (!parts.have_vocab) {
+        parts.pending_merges.emplace_back(left, right);
+        return;
+    }
+    const std::uint32_t l = vocabId(parts.vocab, left, "left side");
+    const std::uint32_t r = vocabId(parts.vocab, right, "right side");
+    thread_local std::string joined;
+    joined.assign(left).append(right);
+    const std::uint32_t m = vocabId(parts.vocab, joined, "result");
+    parts.merges.push_back({l, r, m});
 }
 
 void readModel(simdjson::ondemand::object model, ModelParts& parts) {
-  for (auto field : model) {
-    const std::string_view key = field.unescaped_key();
-    simdjson::ondemand::value value = field.value();
-    if (key == "vocab") {
-      for (auto entry : value.get_object()) {
-        const std::string_view token = entry.unescaped_key();
-        const std::uint64_t id = entry.value().get_uint64();
-        if (id > 0xffffffffull) throw LoadError("vocab id out of range: " + std::to_string(id));
-        parts.vocab.emplace(token, static_cast<std::uint32_t>(id));
-      }
-      parts.have_vocab = true;
-    } else if (key == "merges") {
-      for (auto item : value.get_array()) {
-        if (item.type() == simdjson::ondemand::json_type::string) {
-          const std::string_view line = item.get_string();
-          const std::size_t space = line.find(' ');
-          if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
-            throw LoadError("BPE merge is not \"a b\": " + std::string(line));
-          }
-          addMerge(parts, line.substr(0, space), line.substr(space + 1));
+    for (auto field : model) {
+        const std::string_view key = field.unescaped_key();
+        simdjson::ondemand::value value = field.value();
+        if (key == "vocab") {
+            for (auto entry : value.get_object()) {
+                const std::string_view token = entry.unescaped_key();
+                const std::uint64_t id = entry.value().get_uint64();
+                if (id > 0xffffffffull) throw LoadError("vocab id out of range: " + std::to_string(id));
+                parts.vocab.emplace(token, static_cast<std::uint32_t>(id));
+            }
+            parts.have_vocab = true;
+        } else if (key == "merges") {
+            for (auto item : value.get_array()) {
+                if (item.type() == simdjson::ondemand::json_type::string) {
+                    const std::string_view line = item.get_string();
+                    const std::size_t space = line.find(' ');
+                    if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
+                        throw LoadError("BPE merge is not \"a b\": " + std::string(line));
+                    }
+                    addMerge(parts, line.substr(0, space), line.substr(space + 1));
+                } else {
+                    std::vector<std::string> pair;
+                    for (auto side : item.get_array()) pair.emplace_back(std::string_view(side.get_string()));
+                    if (pair.size() != 2) throw LoadError("BPE merge pair does not have 2 entries");
+                    addMerge(parts, pair[0], pair[1]);
+                }
+            }
+            parts.have_merges = true;
         } else {
-          std::vector<std::string> pair;
-          for (auto side : item.get_array()) pair.emplace_back(std::string_view(side.get_string()));
-          if (pair.size() != 2) throw LoadError("BPE merge pair does not have 2 entries");
-          addMerge(parts, pair[0], pair[1]);
+            checkModelScalar(key, nlohmann::json::parse(std::string_view(simdjson::to_json_string(value))));
         }
-      }
-      parts.have_merges = true;
-    } else {
-      checkModelScalar(key, nlohmann::json::parse(std::string_view(simdjson::to_json_string(value))));
     }
-  }
-  for (const auto& [left, right] : parts.pending_merges) addMerge(parts, left, right);
-  parts.pending_merges.clear();
+    for (const auto& [left, right] : parts.pending_merges) addMerge(parts, left, right);
+    parts.pending_merges.clear();
 }
 
 std::vector<AddedToken> readAddedTokens(const nlohmann::json& list) {
-  std::vector<AddedToken> out;
-  for (const auto& t : list) {
-    for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
-      if (!isNullOrFalse(t, flag)) {
-        throw LoadError("unsupported added token flag " + std::string(flag) + "=true on " + t.value("content", "?"));
-      }
+    std::vector<AddedToken> out;
+    for (const auto& t : list) {
+        for (const char* flag : {"single_word", "lstrip", "rstrip"}) {
+            if (!isNullOrFalse(t, flag)) {
+                throw LoadError("unsupported added token flag " + std::string(flag) + "=true on " +
+                                t.value("content", "?"));
+            }
+        }
+        AddedToken token;
+        token.content = t.at("content").get<std::string>();
+        token.id = t.at("id").get<std::uint32_t>();
+        token.normalized = t.value("normalized", false);
+        token.special = t.value("special", false);
+        out.push_back(std::move(token));
     }
-    AddedToken token;
-    token.content = t.at("content").get<std::string>();
-    token.id = t.at("id").get<std::uint32_t>();
-    token.normalized = t.value("normalized", false);
-    token.special = t.value("special", false);
-    out.push_back(std::move(token));
-  }
-  return out;
+    return out;
 }
 
 TokenizerLoad build(const simdjson::padded_string& json) {
-  try {
-    simdjson::ondemand::parser parser;
-    simdjson::ondemand::document doc = parser.iterate(json);
-    ModelParts parts;
-    // tokenizer.json spends about 64 bytes per vocab entry (with its merge).
-    parts.vocab.reserve(json.size() / 64);
-    bool have_model = false;
-    bool have_pre_tokenizer = false;
-    std::vector<AddedToken> added;
-    for (auto field : doc.get_object()) {
-      const std::string_view key = field.unescaped_key();
-      simdjson::ondemand::value value = field.value();
-      if (key == "model") {
-        readModel(value.get_object(), parts);
-        have_model = true;
-        continue;
-      }
-      const auto parsed = nlohmann::json::parse(std::string_view(simdjson::to_json_string(value)));
-      if (key == "version") {
-      } else if (key == "truncation" || key == "padding") {
-        if (!parsed.is_null()) throw LoadError("unsupported " + std::string(key) + ": must be null");
-      } else if (key == "added_tokens") {
-        added = readAddedTokens(parsed);
-      } else if (key == "normalizer") {
-        checkNormalizer(parsed);
-      } else if (key == "pre_tokenizer") {
-        checkPreTokenizer(parsed);
-        have_pre_tokenizer = true;
-      } else if (key == "post_processor") {
-        checkPostProcessor(parsed);
-      } else if (key == "decoder") {
-        // Decoding is never needed to count.
-      } else {
-        throw LoadError("unsupported tokenizer.json field: " + std::string(key));
-      }
+    try {
+        simdjson::ondemand::parser parser;
+        simdjson::ondemand::document doc = parser.iterate(json);
+        ModelParts parts;
+        // tokenizer.json spends about 64 bytes per vocab entry (with its merge).
+        parts.vocab.reserve(json.size() / 64);
+        bool have_model = false;
+        bool have_pre_tokenizer = false;
+        std::vector<AddedToken> added;
+        for (auto field : doc.get_object()) {
+            const std::string_view key = field.unescaped_key();
+            simdjson::ondemand::value value = field.value();
+            if (key == "model") {
+                readModel(value.get_object(), parts);
+                have_model = true;
+                continue;
+            }
+            const auto parsed = nlohmann::json::parse(std::string_view(simdjson::to_json_string(value)));
+            if (key == "version") {
+            } else if (key == "truncation" || key == "padding") {
+                if (!parsed.is_null()) throw LoadError("unsupported " + std::string(key) + ": must be null");
+            } else if (key == "added_tokens") {
+                added = readAddedTokens(parsed);
+            } else if (key == "normalizer") {
+                checkNormalizer(parsed);
+            } else if (key == "pre_tokenizer") {
+                checkPreTokenizer(parsed);
+                have_pre_tokenizer = true;
+            } else if (key == "post_processor") {
+                checkPostProcessor(parsed);
+            } else if (key == "decoder") {
+                // Decoding is never needed to count.
+            } else {
+                throw LoadError("unsupported tokenizer.json field: " + std::string(key));
+            }
+        }
+        if (!have_model || !parts.have_vocab || !parts.have_merges)
+            throw LoadError("model with vocab and merges missing");
+        if (!have_pre_tokenizer)
+            throw LoadError("unsupported pre_tokenizer: absent (expected the DeepSeek V3 Split sequence)");
+        std::uint32_t byte_ids[256];
+        for (unsigned b = 0; b < 256; ++b) {
+            const std::uint32_t* id = parts.vocab.find(byteLevelChar(b));
+            if (id == nullptr) throw LoadError("byte-level vocab lacks the token for byte " + std::to_string(b));
+            byte_ids[b] = *id;
+        }
+        std::size_t vocab_size = parts.vocab.size();
+        for (const AddedToken& t : added) {
+            if (!parts.vocab.contains(t.content)) ++vocab_size;
+        }
+        if (parts.merges.size() >= (1u << BpeModel::kIdBits) - 1)
+            throw LoadError("more than 2^21 merges are not supported");
+        parts.vocab.forEach([](std::string_view, std::uint32_t id) {
+            if (id >= (1u << BpeModel::kIdBits))
+                throw LoadError("vocab id 2^21 or above is not supported: " + std::to_string(id));
+        });
+        BpeModel model(byte_ids, parts.merges);
+        return {std::make_shared<const Tokenizer>(std::move(model), AddedTokens(added), vocab_size), {}};
+    } catch (const LoadError& e) {
+        return {nullptr, std::string("tokenizer.json: ") + e.what()};
+    } catch (const simdjson::simdjson_error& e) {
+        return {nullptr, std::string("tokenizer.json: invalid JSON: ") + e.what()};
+    } catch (const nlohmann::json::exception& e) {
+        return {nullptr, std::string("tokenizer.json: unexpected shape: ") + e.what()};
     }
-    if (!have_model || !parts.have_vocab || !parts.have_merges) throw LoadError("model with vocab and merges missing");
-    if (!have_pre_tokenizer) throw LoadError("unsupported pre_tokenizer: absent (expected the DeepSeek V3 Split sequence)");
-    std::uint32_t byte_ids[256];
-    for (unsigned b = 0; b < 256; ++b) {
-      const std::uint32_t* id = parts.vocab.find(byteLevelChar(b));
-      if (id == nullptr) throw LoadError("byte-level vocab lacks the token for byte " + std::to_string(b));
-      byte_ids[b] = *id;
-    }
-    std::size_t vocab_size = parts.vocab.size();
-    for (const AddedToken& t : added) {
-      if (!parts.vocab.contains(t.content)) ++vocab_size;
-    }
-    if (parts.merges.size() >= (1u << BpeModel::kIdBits) - 1) throw LoadError("more than 2^21 merges are not supported");
-    parts.vocab.forEach([](std::string_view, std::uint32_t id) {
-      if (id >= (1u << BpeModel::kIdBits)) throw LoadError("vocab id 2^21 or above is not supported: " + std::to_string(id));
-    });
-    BpeModel model(byte_ids, parts.merges);
-    return {std::make_shared<const Tokenizer>(std::move(model), AddedTokens(added), vocab_size), {}};
-  } catch (const LoadError& e) {
-    return {nullptr, std::string("tokenizer.json: ") + e.what()};
-  } catch (const simdjson::simdjson_error& e) {
-    return {nullptr, std::string("tokenizer.json: invalid JSON: ") + e.what()};
-  } catch (const nlohmann::json::exception& e) {
-    return {nullptr, std::string("tokenizer.json: unexpected shape: ") + e.what()};
-  }
 }
 
 }  // namespace
 
 TokenizerLoad Tokenizer::load(const std::filesystem::path& path) {
-  std::filesystem::path file = path;
-  std::error_code ec;
-  if (std::filesystem::is_directory(path, ec)) file = path / "tokenizer.json";
-  simdjson::padded_string json;
-  if (simdjson::padded_string::load(file.string()).get(json) != simdjson::SUCCESS) {
-    return {nullptr, "cannot read tokenizer file " + file.string()};
-  }
-  TokenizerLoad result = build(json);
-  if (!result.tokenizer) result.error = file.string() + ": " + result.error;
-  return result;
+    std::filesystem::path file = path;
+    std::error_code ec;
+    if (std::filesystem::is_directory(path, ec)) file = path / "tokenizer.json";
+    simdjson::padded_string json;
+    if (simdjson::padded_string::load(file.string()).get(json) != simdjson::SUCCESS) {
+        return {nullptr, "cannot read tokenizer file " + file.string()};
+    }
+    TokenizerLoad result = build(json);
+    if (!result.tokenizer) result.error = file.string() + ": " + result.error;
+    return result;
 }
 
-TokenizerLoad Tokenizer::fromJson(std::string_view json) {
-  return build(simdjson::padded_string(json));
-}
+TokenizerLoad Tokenizer::fromJson(std::string_view json) { return build(simdjson::padded_string(json)); }
 
 namespace {
 // Four CJK characters: longer pieces led by a CJK lead byte bypass the word cache.
@@ -351,47 +357,47 @@ constexpr std::size_t kCjkCachedBytesMax = 12;
 
 template <typename OnPiece>
 void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const {
-  thread_local std::vector<std::uint32_t> piece_ends;
-  thread_local std::vector<std::uint32_t> scratch;
-  piece_ends.clear();
-  splitDeepSeekV3(text, piece_ends);
-  std::uint32_t start = 0;
-  for (const std::uint32_t end : piece_ends) {
-    const std::string_view piece = text.substr(start, end - start);
-    start = end;
-    // A CJK clause longer than a few characters is one piece that almost
-    // never repeats: looking it up and storing it costs more than its BPE
-    // (which the per-character shortcut keeps short), so it skips the cache.
-    const bool cjk_clause = piece.size() > kCjkCachedBytesMax &&
-                            static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u;
-    if (cache != nullptr && piece.size() <= WordCache::kMaxPieceBytes && !cjk_clause) {
-      const std::uint64_t hash = hash64(piece);
-      std::uint32_t count = 0;
-      if (const std::uint32_t* ids = cache->find(piece, hash, count)) {
-        on_piece(ids, count);
-        continue;
-      }
-      scratch.clear();
-      model_.encodePiece(piece, scratch);
-      cache->insert(piece, hash, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
-    } else {
-      scratch.clear();
-      model_.encodePiece(piece, scratch);
+    thread_local std::vector<std::uint32_t> piece_ends;
+    thread_local std::vector<std::uint32_t> scratch;
+    piece_ends.clear();
+    splitDeepSeekV3(text, piece_ends);
+    std::uint32_t start = 0;
+    for (const std::uint32_t end : piece_ends) {
+        const std::string_view piece = text.substr(start, end - start);
+        start = end;
+        // A CJK clause longer than a few characters is one piece that almost
+        // never repeats: looking it up and storing it costs more than its BPE
+        // (which the per-character shortcut keeps short), so it skips the cache.
+        const bool cjk_clause =
+            piece.size() > kCjkCachedBytesMax && static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u;
+        if (cache != nullptr && piece.size() <= WordCache::kMaxPieceBytes && !cjk_clause) {
+            const std::uint64_t hash = hash64(piece);
+            std::uint32_t count = 0;
+            if (const std::uint32_t* ids = cache->find(piece, hash, count)) {
+                on_piece(ids, count);
+                continue;
+            }
+            scratch.clear();
+            model_.encodePiece(piece, scratch);
+            cache->insert(piece, hash, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
+        } else {
+            scratch.clear();
+            model_.encodePiece(piece, scratch);
+        }
+        on_piece(scratch.data(), static_cast<std::uint32_t>(scratch.size()));
     }
-    on_piece(scratch.data(), static_cast<std::uint32_t>(scratch.size()));
-  }
 }
 
 void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const {
-  forEachPiece(text, cache, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
-    ids.insert(ids.end(), piece_ids, piece_ids + count);
-  });
+    forEachPiece(text, cache, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
+        ids.insert(ids.end(), piece_ids, piece_ids + count);
+    });
 }
 
 std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache) const {
-  std::uint64_t total = 0;
-  forEachPiece(text, cache, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
-  return total;
+    std::uint64_t total = 0;
+    forEachPiece(text, cache, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
+    return total;
 }
 
 }  // namespace dpgate::admission

@@ -28,35 +28,35 @@ class WordCache;
 class Tokenizer;
 
 struct TokenizerLoad {
-  std::shared_ptr<const Tokenizer> tokenizer;  // null on error
-  std::string error;
+    std::shared_ptr<const Tokenizer> tokenizer;  // null on error
+    std::string error;
 };
 
 class Tokenizer {
- public:
-  // `path` is a tokenizer.json file or a directory holding one.
-  static TokenizerLoad load(const std::filesystem::path& path);
-  static TokenizerLoad fromJson(std::string_view json);
+public:
+    // `path` is a tokenizer.json file or a directory holding one.
+    static TokenizerLoad load(const std::filesystem::path& path);
+    static TokenizerLoad fromJson(std::string_view json);
 
-  // Ordinary text (no added-token matching), valid UTF-8: pre-tokenize and
-  // BPE each piece, appending ids. `cache` may be null.
-  void encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const;
-  std::uint64_t countOrdinary(std::string_view text, WordCache* cache) const;
+    // Ordinary text (no added-token matching), valid UTF-8: pre-tokenize and
+    // BPE each piece, appending ids. `cache` may be null.
+    void encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const;
+    std::uint64_t countOrdinary(std::string_view text, WordCache* cache) const;
 
-  const AddedTokens& addedTokens() const { return added_; }
-  const BpeModel& model() const { return model_; }
-  std::size_t vocabSize() const { return vocab_size_; }
+    const AddedTokens& addedTokens() const { return added_; }
+    const BpeModel& model() const { return model_; }
+    std::size_t vocabSize() const { return vocab_size_; }
 
-  Tokenizer(BpeModel model, AddedTokens added, std::size_t vocab_size)
-      : model_(std::move(model)), added_(std::move(added)), vocab_size_(vocab_size) {}
+    Tokenizer(BpeModel model, AddedTokens added, std::size_t vocab_size)
+        : model_(std::move(model)), added_(std::move(added)), vocab_size_(vocab_size) {}
 
- private:
-  template <typename OnPiece>
-  void forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const;
+private:
+    template <typename OnPiece>
+    void forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const;
 
-  BpeModel model_;
-  AddedTokens added_;
-  std::size_t vocab_size_;
+    BpeModel model_;
+    AddedTokens added_;
+    std::size_t vocab_size_;
 };
 
 }  // namespace dpgate::admission

@@ -12,17 +12,17 @@ extern const std::uint8_t kStage2[];
 }  // namespace unicode_detail
 
 enum UnicodeClass : std::uint8_t {
-  kClassL = 1,      // \p{L}
-  kClassM = 2,      // \p{M}
-  kClassN = 4,      // \p{N}
-  kClassP = 8,      // \p{P}
-  kClassS = 16,     // \p{S}
-  kClassSpace = 32  // \s (Unicode White_Space)
+    kClassL = 1,      // \p{L}
+    kClassM = 2,      // \p{M}
+    kClassN = 4,      // \p{N}
+    kClassP = 8,      // \p{P}
+    kClassS = 16,     // \p{S}
+    kClassSpace = 32  // \s (Unicode White_Space)
 };
 
 // Bit set of UnicodeClass for a scalar value (< 0x110000).
 inline std::uint8_t unicodeClasses(std::uint32_t cp) {
-  return unicode_detail::kStage2[(static_cast<std::uint32_t>(unicode_detail::kStage1[cp >> 8]) << 8) | (cp & 0xff)];
+    return unicode_detail::kStage2[(static_cast<std::uint32_t>(unicode_detail::kStage1[cp >> 8]) << 8) | (cp & 0xff)];
 }
 
 }  // namespace dpgate::admission

@@ -15,21 +15,21 @@ std::size_t findInvalidUtf8(std::string_view text);
 
 // Decodes the scalar value at p; p must point into validated UTF-8.
 inline std::uint32_t decodeUtf8(const unsigned char* p, unsigned& len) {
-  const unsigned char b0 = p[0];
-  if (b0 < 0x80) {
-    len = 1;
-    return b0;
-  }
-  if (b0 < 0xe0) {
-    len = 2;
-    return ((b0 & 0x1fu) << 6) | (p[1] & 0x3fu);
-  }
-  if (b0 < 0xf0) {
-    len = 3;
-    return ((b0 & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
-  }
-  len = 4;
-  return ((b0 & 0x07u) << 18) | ((p[1] & 0x3fu) << 12) | ((p[2] & 0x3fu) << 6) | (p[3] & 0x3fu);
+    const unsigned char b0 = p[0];
+    if (b0 < 0x80) {
+        len = 1;
+        return b0;
+    }
+    if (b0 < 0xe0) {
+        len = 2;
+        return ((b0 & 0x1fu) << 6) | (p[1] & 0x3fu);
+    }
+    if (b0 < 0xf0) {
+        len = 3;
+        return ((b0 & 0x0fu) << 12) | ((p[1] & 0x3fu) << 6) | (p[2] & 0x3fu);
+    }
+    len = 4;
+    return ((b0 & 0x07u) << 18) | ((p[1] & 0x3fu) << 12) | ((p[2] & 0x3fu) << 6) | (p[3] & 0x3fu);
 }
 
 }  // namespace dpgate::admission

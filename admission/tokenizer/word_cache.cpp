@@ -5,49 +5,49 @@
 namespace dpgate::admission {
 
 WordCache::WordCache(std::size_t max_entries) : max_entries_(max_entries) {
-  std::size_t capacity = 16;
-  while (capacity < max_entries * 2) capacity <<= 1;
-  slots_.assign(capacity, Slot{});
-  mask_ = capacity - 1;
+    std::size_t capacity = 16;
+    while (capacity < max_entries * 2) capacity <<= 1;
+    slots_.assign(capacity, Slot{});
+    mask_ = capacity - 1;
 }
 
 const std::uint32_t* WordCache::find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const {
-  std::size_t i = hash & mask_;
-  for (;;) {
-    const Slot& slot = slots_[i];
-    if (slot.bytes_len == 0) return nullptr;
-    if (slot.hash == hash && slot.bytes_len == piece.size() &&
-        std::memcmp(bytes_.data() + slot.bytes_offset, piece.data(), piece.size()) == 0) {
-      count = slot.ids_len;
-      return ids_.data() + slot.ids_offset;
+    std::size_t i = hash & mask_;
+    for (;;) {
+        const Slot& slot = slots_[i];
+        if (slot.bytes_len == 0) return nullptr;
+        if (slot.hash == hash && slot.bytes_len == piece.size() &&
+            std::memcmp(bytes_.data() + slot.bytes_offset, piece.data(), piece.size()) == 0) {
+            count = slot.ids_len;
+            return ids_.data() + slot.ids_offset;
+        }
+        i = (i + 1) & mask_;
     }
-    i = (i + 1) & mask_;
-  }
 }
 
 void WordCache::insert(std::string_view piece, std::uint64_t hash, const std::uint32_t* ids, std::uint32_t count) {
-  if (piece.empty() || piece.size() > kMaxPieceBytes) return;
-  // Full: start over. Cheaper than LRU bookkeeping on the hot path, and the
-  // working set of a text is refilled within a few kilobytes.
-  if (size_ >= max_entries_) clear();
-  std::size_t i = hash & mask_;
-  while (slots_[i].bytes_len != 0) i = (i + 1) & mask_;
-  Slot& slot = slots_[i];
-  slot.hash = hash;
-  slot.bytes_offset = static_cast<std::uint32_t>(bytes_.size());
-  slot.bytes_len = static_cast<std::uint16_t>(piece.size());
-  slot.ids_offset = static_cast<std::uint32_t>(ids_.size());
-  slot.ids_len = static_cast<std::uint16_t>(count);
-  bytes_.insert(bytes_.end(), piece.begin(), piece.end());
-  ids_.insert(ids_.end(), ids, ids + count);
-  ++size_;
+    if (piece.empty() || piece.size() > kMaxPieceBytes) return;
+    // Full: start over. Cheaper than LRU bookkeeping on the hot path, and the
+    // working set of a text is refilled within a few kilobytes.
+    if (size_ >= max_entries_) clear();
+    std::size_t i = hash & mask_;
+    while (slots_[i].bytes_len != 0) i = (i + 1) & mask_;
+    Slot& slot = slots_[i];
+    slot.hash = hash;
+    slot.bytes_offset = static_cast<std::uint32_t>(bytes_.size());
+    slot.bytes_len = static_cast<std::uint16_t>(piece.size());
+    slot.ids_offset = static_cast<std::uint32_t>(ids_.size());
+    slot.ids_len = static_cast<std::uint16_t>(count);
+    bytes_.insert(bytes_.end(), piece.begin(), piece.end());
+    ids_.insert(ids_.end(), ids, ids + count);
+    ++size_;
 }
 
 void WordCache::clear() {
-  for (Slot& slot : slots_) slot = Slot{};
-  bytes_.clear();
-  ids_.clear();
-  size_ = 0;
+    for (Slot& slot : slots_) slot = Slot{};
+    bytes_.clear();
+    ids_.clear();
+    size_ = 0;
 }
 
 }  // namespace dpgate::admission

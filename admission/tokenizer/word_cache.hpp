@@ -9,36 +9,36 @@
 namespace dpgate::admission {
 
 class WordCache {
- public:
-  static constexpr std::size_t kMaxPieceBytes = 64;
+public:
+    static constexpr std::size_t kMaxPieceBytes = 64;
 
-  explicit WordCache(std::size_t max_entries = 1u << 16);
+    explicit WordCache(std::size_t max_entries = 1u << 16);
 
-  // Ids cached for `piece` (with its hash), or nullptr.
-  const std::uint32_t* find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const;
-  void insert(std::string_view piece, std::uint64_t hash, const std::uint32_t* ids, std::uint32_t count);
-  void clear();
+    // Ids cached for `piece` (with its hash), or nullptr.
+    const std::uint32_t* find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const;
+    void insert(std::string_view piece, std::uint64_t hash, const std::uint32_t* ids, std::uint32_t count);
+    void clear();
 
-  std::size_t size() const { return size_; }
-  std::size_t memoryBytes() const {
-    return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ids_.capacity() * sizeof(std::uint32_t);
-  }
+    std::size_t size() const { return size_; }
+    std::size_t memoryBytes() const {
+        return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ids_.capacity() * sizeof(std::uint32_t);
+    }
 
- private:
-  struct Slot {
-    std::uint64_t hash = 0;
-    std::uint32_t bytes_offset = 0;
-    std::uint32_t ids_offset = 0;
-    std::uint16_t bytes_len = 0;  // 0: empty slot (pieces are never empty)
-    std::uint16_t ids_len = 0;
-  };
+private:
+    struct Slot {
+        std::uint64_t hash = 0;
+        std::uint32_t bytes_offset = 0;
+        std::uint32_t ids_offset = 0;
+        std::uint16_t bytes_len = 0;  // 0: empty slot (pieces are never empty)
+        std::uint16_t ids_len = 0;
+    };
 
-  std::vector<Slot> slots_;
-  std::vector<char> bytes_;
-  std::vector<std::uint32_t> ids_;
-  std::size_t mask_;
-  std::size_t max_entries_;
-  std::size_t size_ = 0;
+    std::vector<Slot> slots_;
+    std::vector<char> bytes_;
+    std::vector<std::uint32_t> ids_;
+    std::size_t mask_;
+    std::size_t max_entries_;
+    std::size_t size_ = 0;
 };
 
 }  // namespace dpgate::admission

@@ -41,15 +41,14 @@ RateDecision KeyLimiter::tryAcquire(std::string_view key_name, uint64_t now_ms) 
         } else if (now_ms > state->last_refill_ms) {  // a clock that steps back refills nothing
             const uint64_t elapsed_ms = now_ms - state->last_refill_ms;
             // A minute refills everything; capping first also keeps the product small.
-            state->bucket_units =
-                elapsed_ms >= units_per_request ? capacity
-                                                : std::min(capacity, state->bucket_units + elapsed_ms * rate);
+            state->bucket_units = elapsed_ms >= units_per_request
+                                      ? capacity
+                                      : std::min(capacity, state->bucket_units + elapsed_ms * rate);
             state->last_refill_ms = now_ms;
         }
     }
 
-    if (state->max_concurrent > 0 && state->in_flight >= state->max_concurrent)
-        return {false, 1, "max_concurrent"};
+    if (state->max_concurrent > 0 && state->in_flight >= state->max_concurrent) return {false, 1, "max_concurrent"};
 
     if (rate > 0) {
         if (state->bucket_units < units_per_request) {

@@ -93,8 +93,9 @@ std::optional<std::string_view> bearerToken(std::string_view authorization) {
 KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin) : required_(auth.required) {
     entries_.reserve(auth.keys.size());
     for (const conf::AuthKey& key : auth.keys) {
-        entries_.push_back(Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
-                                 KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
+        entries_.push_back(
+            Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
+                  KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
     }
     if (!admin.token_sha256.empty()) {
         admin_digest_ = digestFromHex(admin.token_sha256, "admin.token");

@@ -50,8 +50,8 @@ uint32_t parseCount(const std::string& option, const std::string& text) {
     uint32_t value = 0;
     const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
     if (text.empty() || ec != std::errc() || end != text.data() + text.size())
-        throw CliError(2, option + " expects a whole number 0.." + std::to_string(UINT32_MAX) + ", got \"" + text +
-                              "\"");
+        throw CliError(2,
+                       option + " expects a whole number 0.." + std::to_string(UINT32_MAX) + ", got \"" + text + "\"");
     return value;
 }
 
@@ -94,8 +94,8 @@ Args parseArgs(int argc, char** argv) {
 // the name labels metrics and logs.
 bool isValidKeyName(std::string_view name) {
     return !name.empty() && name.size() <= 64 && std::all_of(name.begin(), name.end(), [](char c) {
-        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-               c == '_' || c == '@' || c == '-';
+        return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '_' ||
+               c == '@' || c == '-';
     });
 }
 
@@ -188,8 +188,8 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
     const std::string text = file.readAll();
     const std::vector<conf::AuthKey> keys = parseOrRefuse(text, args.file);
     if (std::any_of(keys.begin(), keys.end(), [&](const conf::AuthKey& k) { return k.name == name; }))
-        throw CliError(1, "key \"" + name + "\" already exists in " + args.file +
-                              " (dpgate keys remove " + name + " --file " + args.file + " first)");
+        throw CliError(1, "key \"" + name + "\" already exists in " + args.file + " (dpgate keys remove " + name +
+                              " --file " + args.file + " first)");
 
     const std::string key = generateApiKey();
     conf::AuthKey added{name, conf::sha256Hex(key), args.trusted, args.max_concurrent, args.requests_per_min};
@@ -204,7 +204,8 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
     std::vector<conf::AuthKey> expected = keys;
     expected.push_back(added);
     if (parseOrRefuse(text + addition, args.file) != expected)
-        throw CliError(1, "internal error: the new entry for \"" + name + "\" would not read back; nothing was changed");
+        throw CliError(1,
+                       "internal error: the new entry for \"" + name + "\" would not read back; nothing was changed");
 
     writeAll(file.fd(), addition, args.file);
     out << key << "\n" << std::flush;
@@ -290,7 +291,8 @@ int removeKey(const Args& args, std::ostream& err) {
     const int temp = ::open(temp_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
     if (temp < 0) throw CliError(1, "cannot create " + temp_path + ": " + errnoText());
     try {
-        if (::fchmod(temp, info.st_mode & 07777) != 0) throw CliError(1, "cannot chmod " + temp_path + ": " + errnoText());
+        if (::fchmod(temp, info.st_mode & 07777) != 0)
+            throw CliError(1, "cannot chmod " + temp_path + ": " + errnoText());
         writeAll(temp, updated, temp_path);
         if (::close(temp) != 0) throw CliError(1, "cannot write " + temp_path + ": " + errnoText());
     } catch (...) {

@@ -71,9 +71,9 @@ bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
 struct Sample {
     std::string_view name;
-    std::string_view engine;       // raw (still escaped) value of the engine label
+    std::string_view engine;  // raw (still escaped) value of the engine label
     bool has_engine = false;
-    bool engine_escaped = false;   // the value held a backslash escape
+    bool engine_escaped = false;  // the value held a backslash escape
     double value = 0;
 };
 
@@ -253,8 +253,8 @@ BackendRankRow buildRow(int rank, const RankAcc& acc) {
 }  // namespace
 
 const BackendRankRow* BackendRankTable::find(int rank) const {
-    const auto it = std::lower_bound(rows.begin(), rows.end(), rank,
-                                     [](const BackendRankRow& row, int r) { return row.rank < r; });
+    const auto it =
+        std::lower_bound(rows.begin(), rows.end(), rank, [](const BackendRankRow& row, int r) { return row.rank < r; });
     return it != rows.end() && it->rank == rank ? &*it : nullptr;
 }
 

@@ -31,9 +31,9 @@ struct BackendRankRow {
     // either counter is missing (or hits > queries). Falls back to vLLM v0's
     // vllm:gpu_prefix_cache_hit_rate gauge when the counters are absent.
     std::optional<double> prefix_cache_hit_ratio;
-    std::optional<double> prompt_tokens;         // vllm:prompt_tokens_total
-    std::optional<double> generation_tokens;     // vllm:generation_tokens_total
-    std::optional<double> preemptions;           // vllm:num_preemptions_total
+    std::optional<double> prompt_tokens;      // vllm:prompt_tokens_total
+    std::optional<double> generation_tokens;  // vllm:generation_tokens_total
+    std::optional<double> preemptions;        // vllm:num_preemptions_total
 
     bool operator==(const BackendRankRow&) const = default;
 };

@@ -3,8 +3,8 @@
 namespace dpgate::metrics {
 
 const std::vector<double>& GatewayMetrics::requestDurationBuckets() {
-    static const std::vector<double> b{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10,
-                                       30,    60,   120,   300,  600, 1200, 1800, 3600};
+    static const std::vector<double> b{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5,  1,    2.5, 5,
+                                       10,    30,   60,    120,  300, 600,  1200, 1800, 3600};
     return b;
 }
 
@@ -39,8 +39,7 @@ GatewayMetrics::GatewayMetrics()
                                             "Requests refused before forwarding, by reason.", {"reason"})),
       admission_seconds(registry
                             .histogram("dpgate_admission_seconds",
-                                       "Time spent in admission (parsing, token counting, limits).",
-                                       admissionBuckets())
+                                       "Time spent in admission (parsing, token counting, limits).", admissionBuckets())
                             .with({})),
       prompt_tokens(registry.counter("dpgate_prompt_tokens_total",
                                      "Prompt tokens reported by upstream usage, per backend and DP rank.",
@@ -56,10 +55,12 @@ GatewayMetrics::GatewayMetrics()
       inflight_requests(registry.gauge("dpgate_inflight_requests",
                                        "Requests currently forwarded to each backend and DP rank.",
                                        {"backend", "rank"})),
-      backend_up(registry.gauge("dpgate_backend_up", "1 if the backend passes health checks, else 0; role is primary or standby.",
+      backend_up(registry.gauge("dpgate_backend_up",
+                                "1 if the backend passes health checks, else 0; role is primary or standby.",
                                 {"backend", "role"})),
       upstream_retries(
-          registry.counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")
+          registry
+              .counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")
               .with({})),
       internal_errors(registry
                           .counter("dpgate_internal_errors_total",

@@ -117,10 +117,8 @@ void HistogramFamily::renderChildren(std::string& out) const {
             appendSeriesStart(out, "_bucket", values);
             if (!values.empty()) out += ',';
             out += "le=\"";
-            if (i < upper_bounds_.size())
-                appendNumber(out, upper_bounds_[i]);
-            else
-                out += "+Inf";
+            if (i < upper_bounds_.size()) appendNumber(out, upper_bounds_[i]);
+            else out += "+Inf";
             out += "\"} ";
             appendNumber(out, static_cast<double>(s.cumulative[i]));
             out += '\n';

@@ -134,15 +134,15 @@ public:
     // stays valid for the family's lifetime: cache it on the hot path.
     // Throws std::invalid_argument if the number of values is wrong
     // (a programmer error, not input).
-    Child& with(std::initializer_list<std::string_view> values) { return with(LabelValues(values.begin(), values.end())); }
+    Child& with(std::initializer_list<std::string_view> values) {
+        return with(LabelValues(values.begin(), values.end()));
+    }
     Child& with(const LabelValues& values);
 
 protected:
     virtual std::unique_ptr<Child> makeChild() const {
-        if constexpr (std::is_default_constructible_v<Child>)
-            return std::make_unique<Child>();
-        else
-            return nullptr;  // HistogramFamily overrides: children need the bounds
+        if constexpr (std::is_default_constructible_v<Child>) return std::make_unique<Child>();
+        else return nullptr;  // HistogramFamily overrides: children need the bounds
     }
     void renderChildren(std::string& out) const override;
 
@@ -191,7 +191,8 @@ template <typename Child>
 void Family<Child>::renderChildren(std::string& out) const {
     // Counters and gauges; histograms override.
     if constexpr (requires(const Child& c) { c.value(); }) {
-        for (const auto& [values, child] : children_) appendSample(out, "", values, static_cast<double>(child->value()));
+        for (const auto& [values, child] : children_)
+            appendSample(out, "", values, static_cast<double>(child->value()));
     }
 }
 

@@ -32,8 +32,8 @@ void Registry::checkNew(const std::string& name, const std::vector<std::string>&
 CounterFamily& Registry::counter(std::string name, std::string help, std::vector<std::string> label_names) {
     std::lock_guard lock(mutex_);
     checkNew(name, label_names);
-    auto family = std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(label_names),
-                                                  MetricType::counter);
+    auto family =
+        std::make_unique<CounterFamily>(std::move(name), std::move(help), std::move(label_names), MetricType::counter);
     if (family->labelNames().empty()) family->with({});
     auto& ref = *family;
     families_.push_back(std::move(family));

@@ -12,13 +12,13 @@ enum class ApiKind { kChat, kCompletion };
 
 // What the simulator needs from a /v1/chat/completions or /v1/completions body.
 struct PromptDigest {
-  std::uint64_t prompt_tokens = 0;               // pseudo-tokens, see PromptHasher
-  std::vector<std::uint64_t> block_hashes;       // chained, one per full block
-  std::uint64_t text_seed = 0;                   // seeds the deterministic answer
-  std::optional<std::uint64_t> max_tokens;       // max_completion_tokens or max_tokens
-  bool stream = false;
-  bool include_usage = false;                    // stream_options.include_usage
-  std::optional<std::string> tool_call_name;     // answer with a call to this tool
+    std::uint64_t prompt_tokens = 0;          // pseudo-tokens, see PromptHasher
+    std::vector<std::uint64_t> block_hashes;  // chained, one per full block
+    std::uint64_t text_seed = 0;              // seeds the deterministic answer
+    std::optional<std::uint64_t> max_tokens;  // max_completion_tokens or max_tokens
+    bool stream = false;
+    bool include_usage = false;                 // stream_options.include_usage
+    std::optional<std::string> tool_call_name;  // answer with a call to this tool
 };
 
 // Canonical prompt text, in this order:

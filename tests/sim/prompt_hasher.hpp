@@ -20,30 +20,30 @@ namespace dpgate::sim {
 // bytes), and the hash of block i chains the hash of block i-1, so equal
 // block hashes mean equal prefixes.
 class PromptHasher {
- public:
-  static constexpr std::size_t kTokenBytes = 4;
-  static constexpr std::size_t kBlockTokens = 16;
-  static constexpr std::size_t kBlockBytes = kTokenBytes * kBlockTokens;
-  static constexpr std::size_t kImageTokens = 1024;
+public:
+    static constexpr std::size_t kTokenBytes = 4;
+    static constexpr std::size_t kBlockTokens = 16;
+    static constexpr std::size_t kBlockBytes = kTokenBytes * kBlockTokens;
+    static constexpr std::size_t kImageTokens = 1024;
 
-  void feed(std::string_view bytes);
-  void feedImage(std::string_view url);
+    void feed(std::string_view bytes);
+    void feedImage(std::string_view url);
 
-  std::uint64_t promptTokens() const { return (total_bytes_ + kTokenBytes - 1) / kTokenBytes; }
-  const std::vector<std::uint64_t>& blockHashes() const { return blocks_; }
-  std::vector<std::uint64_t> takeBlockHashes() { return std::move(blocks_); }
-  // Hash of the whole prompt including the trailing partial block; seeds the
-  // deterministic generated text.
-  std::uint64_t digest() const;
+    std::uint64_t promptTokens() const { return (total_bytes_ + kTokenBytes - 1) / kTokenBytes; }
+    const std::vector<std::uint64_t>& blockHashes() const { return blocks_; }
+    std::vector<std::uint64_t> takeBlockHashes() { return std::move(blocks_); }
+    // Hash of the whole prompt including the trailing partial block; seeds the
+    // deterministic generated text.
+    std::uint64_t digest() const;
 
- private:
-  void hashBlock(const char* block);
+private:
+    void hashBlock(const char* block);
 
-  char pending_[kBlockBytes] = {};
-  std::size_t pending_bytes_ = 0;
-  std::uint64_t total_bytes_ = 0;
-  std::uint64_t chain_ = 0x6470676174652d73ULL;  // "dpgate-s"
-  std::vector<std::uint64_t> blocks_;
+    char pending_[kBlockBytes] = {};
+    std::size_t pending_bytes_ = 0;
+    std::uint64_t total_bytes_ = 0;
+    std::uint64_t chain_ = 0x6470676174652d73ULL;  // "dpgate-s"
+    std::vector<std::uint64_t> blocks_;
 };
 
 std::uint64_t mix64(std::uint64_t value);

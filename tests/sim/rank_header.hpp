@@ -7,9 +7,9 @@
 namespace dpgate::sim {
 
 struct RankHeader {
-  std::optional<int> rank;    // a valid pinned rank
-  bool out_of_range = false;  // an integer outside [0, dp)
-  std::string text;           // the integer as vLLM would print it
+    std::optional<int> rank;    // a valid pinned rank
+    bool out_of_range = false;  // an integer outside [0, dp)
+    std::string text;           // the integer as vLLM would print it
 };
 
 // Reads X-data-parallel-rank the way vLLM does: Python's int() of the value;

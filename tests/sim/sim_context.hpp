@@ -18,21 +18,21 @@ namespace dpgate::sim {
 // io_context is destroyed it destroys suspended sessions, whose destructors
 // still touch the stats and the registry.
 struct SimContext {
-  explicit SimContext(SimOptions options_in);
+    explicit SimContext(SimOptions options_in);
 
-  void reset();  // POST /sim/reset: counters and prefix caches
+    void reset();  // POST /sim/reset: counters and prefix caches
 
-  const SimOptions options;
-  FaultState faults;
-  SimStats stats;
-  std::vector<std::unique_ptr<PrefixCache>> caches;  // one per DP rank
-  // Set before serving when --tokenizer is given: prompt tokens are then
-  // counted as a real server counts them, else pseudo-tokens.
-  std::unique_ptr<RealPromptCounter> real_counter;
-  ConnectionRegistry connections;
-  std::atomic<std::uint64_t> round_robin{0};
-  std::atomic<std::uint64_t> next_request_id{0};
-  const std::int64_t started_unix_s;
+    const SimOptions options;
+    FaultState faults;
+    SimStats stats;
+    std::vector<std::unique_ptr<PrefixCache>> caches;  // one per DP rank
+    // Set before serving when --tokenizer is given: prompt tokens are then
+    // counted as a real server counts them, else pseudo-tokens.
+    std::unique_ptr<RealPromptCounter> real_counter;
+    ConnectionRegistry connections;
+    std::atomic<std::uint64_t> round_robin{0};
+    std::atomic<std::uint64_t> next_request_id{0};
+    const std::int64_t started_unix_s;
 };
 
 }  // namespace dpgate::sim

@@ -9,22 +9,22 @@
 namespace dpgate::sim {
 
 struct SimOptions {
-  std::string listen_host = "127.0.0.1";
-  std::uint16_t listen_port = 8000;
-  std::string port_file;  // written with the bound port once listening
-  int dp_ranks = 8;
-  std::uint64_t window_tokens = 1048576;
-  std::string model = "ds-v4.1-flash-1017";
-  std::uint64_t cache_tokens = 262144;  // per rank
-  std::uint64_t prefill_us_per_token = 0;
-  std::uint64_t decode_us_per_token = 0;
-  std::uint64_t max_output_tokens = 16;
-  int threads = 1;
-  // --tokenizer: count prompt tokens with dpgate's admission library (see
-  // real_prompt_counter.hpp) instead of pseudo-tokens.
-  std::string tokenizer_path;
-  std::string chat_template_path;  // --chat-template (refused for now)
-  FaultConfig fault;  // with --count-offset in fault.count_offset
+    std::string listen_host = "127.0.0.1";
+    std::uint16_t listen_port = 8000;
+    std::string port_file;  // written with the bound port once listening
+    int dp_ranks = 8;
+    std::uint64_t window_tokens = 1048576;
+    std::string model = "ds-v4.1-flash-1017";
+    std::uint64_t cache_tokens = 262144;  // per rank
+    std::uint64_t prefill_us_per_token = 0;
+    std::uint64_t decode_us_per_token = 0;
+    std::uint64_t max_output_tokens = 16;
+    int threads = 1;
+    // --tokenizer: count prompt tokens with dpgate's admission library (see
+    // real_prompt_counter.hpp) instead of pseudo-tokens.
+    std::string tokenizer_path;
+    std::string chat_template_path;  // --chat-template (refused for now)
+    FaultConfig fault;               // with --count-offset in fault.count_offset
 };
 
 inline constexpr const char* kSimUsage =

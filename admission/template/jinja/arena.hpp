@@ -92,9 +92,9 @@ private:
 
     std::vector<Block> blocks_;
     std::size_t current_ = 0;
-    std::size_t used_ = 0;       // bytes used in blocks_[current_]
-    std::size_t capacity_ = 0;   // size of blocks_[current_]
-    std::size_t handed_out_ = 0; // bytes of the blocks before current_
+    std::size_t used_ = 0;        // bytes used in blocks_[current_]
+    std::size_t capacity_ = 0;    // size of blocks_[current_]
+    std::size_t handed_out_ = 0;  // bytes of the blocks before current_
     std::size_t block_bytes_;
     std::size_t limit_bytes_ = 0;
 };

@@ -25,12 +25,12 @@ enum class MethodId : std::uint8_t;  // methods.hpp
 struct CallableData {
     enum class Kind : std::uint8_t { macro, caller, global, method, loop_cycle, joiner_instance } kind;
     std::string_view name;
-    const Stmt* stmt = nullptr;     // macro / call block
-    Scope* closure = nullptr;       // macro: where it was defined; caller: where the call block is
-    Value self;                     // method: the object it is bound to
+    const Stmt* stmt = nullptr;  // macro / call block
+    Scope* closure = nullptr;    // macro: where it was defined; caller: where the call block is
+    Value self;                  // method: the object it is bound to
     GlobalFn global = GlobalFn::range;
     MethodId method{};
-    NamespaceData* state = nullptr; // loop_cycle: the loop; joiner_instance: whether it was called
+    NamespaceData* state = nullptr;  // loop_cycle: the loop; joiner_instance: whether it was called
 };
 
 }  // namespace dpgate::admission::jinja

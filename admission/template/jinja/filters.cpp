@@ -47,7 +47,8 @@ Value attributePath(Renderer& r, const Value& item, const Value& attribute, cons
         for (;;) {
             const std::size_t dot = path.find('.');
             const std::string_view part = path.substr(0, dot);
-            const bool digits = !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
+            const bool digits =
+                !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
             current = digits ? r.getitem(current, Value::integer(std::stoll(std::string(part))))
                              : r.getitem(current, Value::string(part));
             if (fallback != nullptr && current.isUndefined()) current = *fallback;
@@ -80,22 +81,18 @@ void sortValues(Renderer& r, std::vector<Value>& items, const std::vector<Value>
 Value fDefault(Renderer& r, const Value& input, const Args& args) {
     const Value* fallback = args.get(0, "default_value");
     const bool boolean = boolArg(r, args, 1, "boolean", false);
-    if (input.isUndefined() || (boolean && !r.truthy(input))) return fallback != nullptr ? *fallback : Value::string("");
+    if (input.isUndefined() || (boolean && !r.truthy(input)))
+        return fallback != nullptr ? *fallback : Value::string("");
     return input;
 }
 
 Value fLength(Renderer& r, const Value& input, const Args&) {
     switch (input.kind()) {
-        case ValueKind::undefined:
-            return Value::integer(0);
-        case ValueKind::string:
-            return Value::integer(static_cast<std::int64_t>(codePointCount(input.text())));
-        case ValueKind::list:
-            return Value::integer(static_cast<std::int64_t>(input.asList().size));
-        case ValueKind::dict:
-            return Value::integer(static_cast<std::int64_t>(input.asDict().size));
-        default:
-            r.fail("object of type '" + std::string(Renderer::typeName(input)) + "' has no len()");
+        case ValueKind::undefined: return Value::integer(0);
+        case ValueKind::string: return Value::integer(static_cast<std::int64_t>(codePointCount(input.text())));
+        case ValueKind::list: return Value::integer(static_cast<std::int64_t>(input.asList().size));
+        case ValueKind::dict: return Value::integer(static_cast<std::int64_t>(input.asDict().size));
+        default: r.fail("object of type '" + std::string(Renderer::typeName(input)) + "' has no len()");
     }
 }
 
@@ -168,7 +165,8 @@ Value fJoin(Renderer& r, const Value& input, const Args& args) {
     const std::string_view sep = separator != nullptr ? r.str(*separator) : std::string_view{};
     for (std::size_t i = 0; i < items.size(); ++i) {
         if (i > 0) out += sep;
-        const Value item = attribute != nullptr && !attribute->isNone() ? attributePath(r, items[i], *attribute, nullptr) : items[i];
+        const Value item =
+            attribute != nullptr && !attribute->isNone() ? attributePath(r, items[i], *attribute, nullptr) : items[i];
         r.appendStr(item, out);
         r.ensureRoom(out.size());  // joins of joins multiply lengths
     }
@@ -291,7 +289,8 @@ Value fMap(Renderer& r, const Value& input, const Args& args) {
         const Value* attribute = args.keyword("attribute");
         const Value* fallback = args.keyword("default");
         for (const auto& [name, value] : args.keywords) {
-            if (name != "attribute" && name != "default") r.fail("Unexpected keyword argument '" + std::string(name) + "'");
+            if (name != "attribute" && name != "default")
+                r.fail("Unexpected keyword argument '" + std::string(name) + "'");
         }
         for (const Value& item : items) out.push_back(attributePath(r, item, *attribute, fallback));
         return listFrom(r, out);
@@ -370,10 +369,8 @@ Value fInt(Renderer& r, const Value& input, const Args& args) {
     auto failed = [&]() { return fallback != nullptr ? *fallback : Value::integer(0); };
     switch (input.kind()) {
         case ValueKind::integer:
-        case ValueKind::big_integer:
-            return input;
-        case ValueKind::boolean:
-            return Value::integer(input.asBool() ? 1 : 0);
+        case ValueKind::big_integer: return input;
+        case ValueKind::boolean: return Value::integer(input.asBool() ? 1 : 0);
         case ValueKind::floating:
             if (!std::isfinite(input.asFloat()) || std::fabs(input.asFloat()) >= 9.2e18) return failed();
             return Value::integer(static_cast<std::int64_t>(input.asFloat()));
@@ -389,13 +386,13 @@ Value fInt(Renderer& r, const Value& input, const Args& args) {
             try {
                 std::size_t used = 0;
                 const double d = std::stod(text, &used);
-                if (used == text.size() && std::isfinite(d) && std::fabs(d) < 9.2e18) return Value::integer(static_cast<std::int64_t>(d));
+                if (used == text.size() && std::isfinite(d) && std::fabs(d) < 9.2e18)
+                    return Value::integer(static_cast<std::int64_t>(d));
             } catch (...) {
             }
             return failed();
         }
-        default:
-            return failed();
+        default: return failed();
     }
 }
 
@@ -403,14 +400,10 @@ Value fFloat(Renderer&, const Value& input, const Args& args) {
     const Value* fallback = args.get(0, "default");
     auto failed = [&]() { return fallback != nullptr ? *fallback : Value::floating(0.0); };
     switch (input.kind()) {
-        case ValueKind::floating:
-            return input;
-        case ValueKind::integer:
-            return Value::floating(static_cast<double>(input.asInt()));
-        case ValueKind::big_integer:
-            return Value::floating(std::strtod(std::string(input.text()).c_str(), nullptr));
-        case ValueKind::boolean:
-            return Value::floating(input.asBool() ? 1.0 : 0.0);
+        case ValueKind::floating: return input;
+        case ValueKind::integer: return Value::floating(static_cast<double>(input.asInt()));
+        case ValueKind::big_integer: return Value::floating(std::strtod(std::string(input.text()).c_str(), nullptr));
+        case ValueKind::boolean: return Value::floating(input.asBool() ? 1.0 : 0.0);
         case ValueKind::string: {
             const std::string text(pyStrip(input.text()));
             try {
@@ -421,8 +414,7 @@ Value fFloat(Renderer&, const Value& input, const Args& args) {
             }
             return failed();
         }
-        default:
-            return failed();
+        default: return failed();
     }
 }
 
@@ -438,8 +430,11 @@ Value fRound(Renderer& r, const Value& input, const Args& args) {
     const Value* method = args.get(1, "method");
     const std::string_view how = method != nullptr ? r.str(*method) : "common";
     if (how != "common" && how != "ceil" && how != "floor") r.fail("method must be common, ceil or floor");
-    if (!input.isNumber()) r.fail("type " + std::string(Renderer::typeName(input)) + " doesn't define __round__ method");
-    const double value = input.isFloat() ? input.asFloat() : input.isBool() ? (input.asBool() ? 1.0 : 0.0) : static_cast<double>(input.asInt());
+    if (!input.isNumber())
+        r.fail("type " + std::string(Renderer::typeName(input)) + " doesn't define __round__ method");
+    const double value = input.isFloat()  ? input.asFloat()
+                         : input.isBool() ? (input.asBool() ? 1.0 : 0.0)
+                                          : static_cast<double>(input.asInt());
     const double scale = std::pow(10.0, static_cast<double>(precision));
     if (how == "ceil") return Value::floating(std::ceil(value * scale) / scale);
     if (how == "floor") return Value::floating(std::floor(value * scale) / scale);
@@ -482,7 +477,9 @@ Value fSum(Renderer& r, const Value& input, const Args& args) {
     std::vector<Value> items;
     r.iterate(input, items);
     for (const Value& item : items) {
-        total = r.binary('+', total, attribute != nullptr && !attribute->isNone() ? attributePath(r, item, *attribute, nullptr) : item);
+        total =
+            r.binary('+', total,
+                     attribute != nullptr && !attribute->isNone() ? attributePath(r, item, *attribute, nullptr) : item);
     }
     return total;
 }
@@ -501,7 +498,8 @@ Value fIndent(Renderer& r, const Value& input, const Args& args) {
     if (width != nullptr && width->isString()) {
         indention = std::string(width->text());
     } else if (width != nullptr) {
-        indention = std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(intArg(r, args, 0, "width", 4), 0, 4096)), ' ');
+        indention = std::string(
+            static_cast<std::size_t>(std::clamp<std::int64_t>(intArg(r, args, 0, "width", 4), 0, 4096)), ' ');
     }
     const bool first = boolArg(r, args, 1, "first", false);
     const bool blank = boolArg(r, args, 2, "blank", false);
@@ -575,8 +573,8 @@ Value fAttr(Renderer& r, const Value& input, const Args& args) {
     } else if (input.isString() || input.isDict() || input.isList()) {
         if (findMethod(input, attribute)) return r.getattr(input, attribute);
     }
-    return Value::undefined(r.arena().copy("'" + std::string(Renderer::typeName(input)) + " object' has no attribute '" +
-                                           std::string(attribute) + "'"));
+    return Value::undefined(r.arena().copy("'" + std::string(Renderer::typeName(input)) +
+                                           " object' has no attribute '" + std::string(attribute) + "'"));
 }
 
 Value fEscape(Renderer& r, const Value& input, const Args&) {
@@ -584,23 +582,12 @@ Value fEscape(Renderer& r, const Value& input, const Args&) {
     std::string out;
     for (char c : text) {
         switch (c) {
-            case '&':
-                out += "&amp;";
-                break;
-            case '<':
-                out += "&lt;";
-                break;
-            case '>':
-                out += "&gt;";
-                break;
-            case '"':
-                out += "&#34;";
-                break;
-            case '\'':
-                out += "&#39;";
-                break;
-            default:
-                out += c;
+            case '&': out += "&amp;"; break;
+            case '<': out += "&lt;"; break;
+            case '>': out += "&gt;"; break;
+            case '"': out += "&#34;"; break;
+            case '\'': out += "&#39;"; break;
+            default: out += c;
         }
     }
     return r.makeString(out);
@@ -655,7 +642,8 @@ Value fTruncate(Renderer& r, const Value& input, const Args& args) {
     const Value* end_value = args.get(2, "end");
     const std::string_view end = end_value != nullptr ? r.str(*end_value) : std::string_view("...");
     const Value* leeway_value = args.get(3, "leeway");
-    const std::int64_t leeway = leeway_value != nullptr && !leeway_value->isNone() ? intArg(r, args, 3, "leeway", 5) : 5;
+    const std::int64_t leeway =
+        leeway_value != nullptr && !leeway_value->isNone() ? intArg(r, args, 3, "leeway", 5) : 5;
     const auto size = static_cast<std::int64_t>(codePointCount(text));
     const auto end_size = static_cast<std::int64_t>(codePointCount(end));
     if (length < end_size) r.fail("expected length >= " + std::to_string(end_size) + ", got " + std::to_string(length));
@@ -675,50 +663,28 @@ struct FilterEntry {
 };
 
 constexpr FilterEntry kFilters[] = {
-    {"abs", fAbs},
-    {"attr", fAttr},
-    {"batch", fBatch},
-    {"capitalize", fCapitalize},
-    {"center", fCenter},
-    {"count", fLength},
-    {"d", fDefault},
-    {"default", fDefault},
-    {"dictsort", fDictsort},
-    {"e", fEscape},
-    {"escape", fEscape},
-    {"first", fFirst},
-    {"float", fFloat},
-    {"forceescape", fEscape},
-    {"format", fFormat},
-    {"indent", fIndent},
-    {"int", fInt},
-    {"items", fItems},
-    {"join", fJoin},
-    {"last", fLast},
-    {"length", fLength},
-    {"list", fList},
-    {"lower", fLower},
-    {"map", fMap},
-    {"max", fMax},
-    {"min", fMin},
-    {"reject", fReject},
-    {"rejectattr", fRejectattr},
-    {"replace", fReplace},
-    {"reverse", fReverse},
-    {"round", fRound},
-    {"safe", fSafe},
-    {"select", fSelect},
-    {"selectattr", fSelectattr},
-    {"sort", fSort},
-    {"string", fString},
-    {"sum", fSum},
-    {"title", fTitle},
-    {"tojson", fTojson},
-    {"trim", fTrim},
-    {"truncate", fTruncate},
-    {"unique", fUnique},
-    {"upper", fUpper},
-    {"wordcount", fWordcount},
+    {"abs", fAbs},           {"attr", fAttr},
+    {"batch", fBatch},       {"capitalize", fCapitalize},
+    {"center", fCenter},     {"count", fLength},
+    {"d", fDefault},         {"default", fDefault},
+    {"dictsort", fDictsort}, {"e", fEscape},
+    {"escape", fEscape},     {"first", fFirst},
+    {"float", fFloat},       {"forceescape", fEscape},
+    {"format", fFormat},     {"indent", fIndent},
+    {"int", fInt},           {"items", fItems},
+    {"join", fJoin},         {"last", fLast},
+    {"length", fLength},     {"list", fList},
+    {"lower", fLower},       {"map", fMap},
+    {"max", fMax},           {"min", fMin},
+    {"reject", fReject},     {"rejectattr", fRejectattr},
+    {"replace", fReplace},   {"reverse", fReverse},
+    {"round", fRound},       {"safe", fSafe},
+    {"select", fSelect},     {"selectattr", fSelectattr},
+    {"sort", fSort},         {"string", fString},
+    {"sum", fSum},           {"title", fTitle},
+    {"tojson", fTojson},     {"trim", fTrim},
+    {"truncate", fTruncate}, {"unique", fUnique},
+    {"upper", fUpper},       {"wordcount", fWordcount},
 };
 
 }  // namespace

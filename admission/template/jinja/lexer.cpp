@@ -16,7 +16,8 @@ char32_t decodeAt(std::string_view s, std::size_t pos, std::size_t& length) {
     }
     const int extra = b0 >= 0xf0 ? 3 : b0 >= 0xe0 ? 2 : 1;
     char32_t cp = b0 & (0x3f >> extra);
-    for (int i = 1; i <= extra && pos + i < s.size(); ++i) cp = (cp << 6) | (static_cast<unsigned char>(s[pos + i]) & 0x3f);
+    for (int i = 1; i <= extra && pos + i < s.size(); ++i)
+        cp = (cp << 6) | (static_cast<unsigned char>(s[pos + i]) & 0x3f);
     length = static_cast<std::size_t>(extra) + 1;
     return cp;
 }
@@ -94,34 +95,17 @@ std::optional<std::string> decodeStringLiteral(std::string_view body, std::strin
         }
         const char e = body[++i];
         switch (e) {
-            case '\n':
-                break;  // a line continuation
+            case '\n': break;  // a line continuation
             case '\\':
             case '\'':
-            case '"':
-                out += e;
-                break;
-            case 'a':
-                out += '\a';
-                break;
-            case 'b':
-                out += '\b';
-                break;
-            case 'f':
-                out += '\f';
-                break;
-            case 'n':
-                out += '\n';
-                break;
-            case 'r':
-                out += '\r';
-                break;
-            case 't':
-                out += '\t';
-                break;
-            case 'v':
-                out += '\v';
-                break;
+            case '"': out += e; break;
+            case 'a': out += '\a'; break;
+            case 'b': out += '\b'; break;
+            case 'f': out += '\f'; break;
+            case 'n': out += '\n'; break;
+            case 'r': out += '\r'; break;
+            case 't': out += '\t'; break;
+            case 'v': out += '\v'; break;
             case 'x':
             case 'u':
             case 'U': {
@@ -147,9 +131,7 @@ std::optional<std::string> decodeStringLiteral(std::string_view body, std::strin
                 appendUtf8(out, cp);
                 break;
             }
-            case 'N':
-                error = "\\N{...} escapes are not supported";
-                return std::nullopt;
+            case 'N': error = "\\N{...} escapes are not supported"; return std::nullopt;
             default:
                 if (e >= '0' && e <= '7') {
                     char32_t cp = static_cast<char32_t>(e - '0');
@@ -238,9 +220,7 @@ private:
 
     std::size_t skipSpace(std::size_t p) const { return p + leadingSpace(std::string_view(src_).substr(p)); }
 
-    bool startsWith(std::size_t p, std::string_view what) const {
-        return src_.compare(p, what.size(), what) == 0;
-    }
+    bool startsWith(std::size_t p, std::string_view what) const { return src_.compare(p, what.size(), what) == 0; }
 
     // `{% raw %}` right after `{%` (and its sign), with optional spaces.
     bool isRaw(std::size_t p) const {
@@ -395,14 +375,15 @@ private:
     std::optional<LexError> number(std::size_t& p) {
         auto digitsAt = [&](std::size_t at, auto is_digit) {
             std::size_t end = at;
-            while (end < src_.size() && (is_digit(src_[end]) || (src_[end] == '_' && end > at && end + 1 < src_.size() &&
-                                                                is_digit(src_[end + 1])))) {
+            while (end < src_.size() && (is_digit(src_[end]) || (src_[end] == '_' && end > at &&
+                                                                 end + 1 < src_.size() && is_digit(src_[end + 1])))) {
                 ++end;
             }
             return end;
         };
         auto dec = [](char ch) { return ch >= '0' && ch <= '9'; };
-        if (src_[p] == '0' && p + 1 < src_.size() && std::string_view("bBoOxX").find(src_[p + 1]) != std::string_view::npos) {
+        if (src_[p] == '0' && p + 1 < src_.size() &&
+            std::string_view("bBoOxX").find(src_[p + 1]) != std::string_view::npos) {
             const char base = static_cast<char>(src_[p + 1] | 0x20);
             auto in_base = [base](char ch) {
                 if (base == 'b') return ch == '0' || ch == '1';

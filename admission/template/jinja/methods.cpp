@@ -18,40 +18,59 @@ struct MethodEntry {
 };
 
 constexpr MethodEntry kStrMethods[] = {
-    {"capitalize", MethodId::str_capitalize}, {"casefold", MethodId::str_casefold},
-    {"center", MethodId::str_center},         {"count", MethodId::str_count},
-    {"endswith", MethodId::str_endswith},     {"find", MethodId::str_find},
-    {"format", MethodId::str_format},         {"index", MethodId::str_index},
-    {"isalnum", MethodId::str_isalnum},       {"isalpha", MethodId::str_isalpha},
-    {"isdecimal", MethodId::str_isdecimal},   {"isdigit", MethodId::str_isdigit},
-    {"islower", MethodId::str_islower},       {"isnumeric", MethodId::str_isnumeric},
-    {"isspace", MethodId::str_isspace},       {"istitle", MethodId::str_istitle},
-    {"isupper", MethodId::str_isupper},       {"join", MethodId::str_join},
-    {"ljust", MethodId::str_ljust},           {"lower", MethodId::str_lower},
-    {"lstrip", MethodId::str_lstrip},         {"partition", MethodId::str_partition},
-    {"removeprefix", MethodId::str_removeprefix}, {"removesuffix", MethodId::str_removesuffix},
-    {"replace", MethodId::str_replace},       {"rfind", MethodId::str_rfind},
-    {"rindex", MethodId::str_rindex},         {"rjust", MethodId::str_rjust},
-    {"rpartition", MethodId::str_rpartition}, {"rsplit", MethodId::str_rsplit},
-    {"rstrip", MethodId::str_rstrip},         {"split", MethodId::str_split},
-    {"splitlines", MethodId::str_splitlines}, {"startswith", MethodId::str_startswith},
-    {"strip", MethodId::str_strip},           {"swapcase", MethodId::str_swapcase},
-    {"title", MethodId::str_title},           {"upper", MethodId::str_upper},
+    {"capitalize", MethodId::str_capitalize},
+    {"casefold", MethodId::str_casefold},
+    {"center", MethodId::str_center},
+    {"count", MethodId::str_count},
+    {"endswith", MethodId::str_endswith},
+    {"find", MethodId::str_find},
+    {"format", MethodId::str_format},
+    {"index", MethodId::str_index},
+    {"isalnum", MethodId::str_isalnum},
+    {"isalpha", MethodId::str_isalpha},
+    {"isdecimal", MethodId::str_isdecimal},
+    {"isdigit", MethodId::str_isdigit},
+    {"islower", MethodId::str_islower},
+    {"isnumeric", MethodId::str_isnumeric},
+    {"isspace", MethodId::str_isspace},
+    {"istitle", MethodId::str_istitle},
+    {"isupper", MethodId::str_isupper},
+    {"join", MethodId::str_join},
+    {"ljust", MethodId::str_ljust},
+    {"lower", MethodId::str_lower},
+    {"lstrip", MethodId::str_lstrip},
+    {"partition", MethodId::str_partition},
+    {"removeprefix", MethodId::str_removeprefix},
+    {"removesuffix", MethodId::str_removesuffix},
+    {"replace", MethodId::str_replace},
+    {"rfind", MethodId::str_rfind},
+    {"rindex", MethodId::str_rindex},
+    {"rjust", MethodId::str_rjust},
+    {"rpartition", MethodId::str_rpartition},
+    {"rsplit", MethodId::str_rsplit},
+    {"rstrip", MethodId::str_rstrip},
+    {"split", MethodId::str_split},
+    {"splitlines", MethodId::str_splitlines},
+    {"startswith", MethodId::str_startswith},
+    {"strip", MethodId::str_strip},
+    {"swapcase", MethodId::str_swapcase},
+    {"title", MethodId::str_title},
+    {"upper", MethodId::str_upper},
     {"zfill", MethodId::str_zfill},
 };
 
 constexpr MethodEntry kDictMethods[] = {
-    {"clear", MethodId::unsafe},      {"copy", MethodId::dict_copy},   {"get", MethodId::dict_get},
-    {"items", MethodId::dict_items},  {"keys", MethodId::dict_keys},   {"pop", MethodId::unsafe},
-    {"popitem", MethodId::unsafe},    {"setdefault", MethodId::unsafe}, {"update", MethodId::unsafe},
+    {"clear", MethodId::unsafe},       {"copy", MethodId::dict_copy},    {"get", MethodId::dict_get},
+    {"items", MethodId::dict_items},   {"keys", MethodId::dict_keys},    {"pop", MethodId::unsafe},
+    {"popitem", MethodId::unsafe},     {"setdefault", MethodId::unsafe}, {"update", MethodId::unsafe},
     {"values", MethodId::dict_values}, {"fromkeys", MethodId::unsafe},
 };
 
 constexpr MethodEntry kListMethods[] = {
-    {"append", MethodId::unsafe}, {"clear", MethodId::unsafe},  {"copy", MethodId::list_copy},
+    {"append", MethodId::unsafe},    {"clear", MethodId::unsafe},  {"copy", MethodId::list_copy},
     {"count", MethodId::list_count}, {"extend", MethodId::unsafe}, {"index", MethodId::list_index},
-    {"insert", MethodId::unsafe}, {"pop", MethodId::unsafe},    {"remove", MethodId::unsafe},
-    {"reverse", MethodId::unsafe}, {"sort", MethodId::unsafe},
+    {"insert", MethodId::unsafe},    {"pop", MethodId::unsafe},    {"remove", MethodId::unsafe},
+    {"reverse", MethodId::unsafe},   {"sort", MethodId::unsafe},
 };
 
 template <std::size_t N>
@@ -82,12 +101,17 @@ std::optional<std::int64_t> optionalInt(Renderer& r, const CallArgs& args, std::
 // startswith/endswith take a str or a tuple of str.
 bool affix(Renderer& r, std::string_view text, const CallArgs& args, bool prefix) {
     const Value* v = args.get(0, {});
-    if (v == nullptr) r.fail(std::string(prefix ? "startswith" : "endswith") + "() takes at least 1 argument (0 given)");
-    auto test = [&](std::string_view s) { return prefix ? text.substr(0, s.size()) == s : text.size() >= s.size() && text.substr(text.size() - s.size()) == s; };
+    if (v == nullptr)
+        r.fail(std::string(prefix ? "startswith" : "endswith") + "() takes at least 1 argument (0 given)");
+    auto test = [&](std::string_view s) {
+        return prefix ? text.substr(0, s.size()) == s
+                      : text.size() >= s.size() && text.substr(text.size() - s.size()) == s;
+    };
     if (v->isString()) return test(v->text());
     if (v->isList() && v->asList().tuple) {
         for (const Value& item : v->asList()) {
-            if (!item.isString()) r.fail("tuple for startswith must only contain str, not " + std::string(Renderer::typeName(item)));
+            if (!item.isString())
+                r.fail("tuple for startswith must only contain str, not " + std::string(Renderer::typeName(item)));
             if (test(item.text())) return true;
         }
         return false;
@@ -156,13 +180,17 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
     std::string sign_text;
     const bool number = v.isNumber();
     if (!number) {
-        if (type != 0 && type != 's') r.fail(std::string("Unknown format code '") + type + "' for object of type '" + std::string(Renderer::typeName(v)) + "'");
+        if (type != 0 && type != 's')
+            r.fail(std::string("Unknown format code '") + type + "' for object of type '" +
+                   std::string(Renderer::typeName(v)) + "'");
         body = std::string(r.str(v));
         if (precision >= 0) body = pySlice(body, 0, precision, 1);
     } else {
         const bool is_float = v.isFloat() || type == 'f' || type == 'F' || type == 'e' || type == 'g' || type == '%';
         if (is_float) {
-            double x = v.isFloat() ? v.asFloat() : v.isBool() ? (v.asBool() ? 1.0 : 0.0) : static_cast<double>(v.asInt());
+            double x = v.isFloat()  ? v.asFloat()
+                       : v.isBool() ? (v.asBool() ? 1.0 : 0.0)
+                                    : static_cast<double>(v.asInt());
             if (type == '%') x *= 100;
             const bool negative = std::signbit(x);
             char buffer[512];
@@ -181,13 +209,16 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
         } else {
             if (v.kind() == ValueKind::big_integer) r.fail("big integers cannot be formatted here");
             const std::int64_t x = v.isBool() ? (v.asBool() ? 1 : 0) : v.asInt();
-            const unsigned long long magnitude = x < 0 ? 0ull - static_cast<unsigned long long>(x) : static_cast<unsigned long long>(x);
+            const unsigned long long magnitude =
+                x < 0 ? 0ull - static_cast<unsigned long long>(x) : static_cast<unsigned long long>(x);
             const int base = type == 'x' || type == 'X' ? 16 : type == 'o' ? 8 : type == 'b' ? 2 : 10;
-            if (type != 0 && type != 'd' && base == 10) r.fail(std::string("Unknown format code '") + type + "' for object of type 'int'");
+            if (type != 0 && type != 'd' && base == 10)
+                r.fail(std::string("Unknown format code '") + type + "' for object of type 'int'");
             char buffer[72];
             const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, magnitude, base);
             body.assign(buffer, end);
-            if (type == 'X') for (char& c : body) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+            if (type == 'X')
+                for (char& c : body) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
             sign_text = x < 0 ? "-" : sign == '+' ? "+" : sign == ' ' ? " " : "";
         }
     }
@@ -217,17 +248,16 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
 
 Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string_view text, const CallArgs& args) {
     switch (method) {
-        case MethodId::str_startswith:
-            return Value::boolean(affix(r, text, args, true));
-        case MethodId::str_endswith:
-            return Value::boolean(affix(r, text, args, false));
+        case MethodId::str_startswith: return Value::boolean(affix(r, text, args, true));
+        case MethodId::str_endswith: return Value::boolean(affix(r, text, args, false));
         case MethodId::str_split:
         case MethodId::str_rsplit: {
             const Value* sep = args.get(0, "sep");
             const std::optional<std::int64_t> maxsplit = optionalInt(r, args, 1, "maxsplit");
             const bool right = method == MethodId::str_rsplit;
             if (sep == nullptr || sep->isNone()) {
-                return stringList(r, right ? pyRsplit(text, maxsplit.value_or(-1)) : pySplit(text, maxsplit.value_or(-1)));
+                return stringList(r,
+                                  right ? pyRsplit(text, maxsplit.value_or(-1)) : pySplit(text, maxsplit.value_or(-1)));
             }
             if (!sep->isString()) r.fail("must be str or None, not " + std::string(Renderer::typeName(*sep)));
             if (sep->text().empty()) r.fail("empty separator");
@@ -246,26 +276,24 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
                 r.fail(std::string(name) + " arg must be None or str");
             }
             const bool with_chars = chars != nullptr && chars->isString();
-            if (method == MethodId::str_strip) return Value::string(with_chars ? pyStrip(text, chars->text()) : pyStrip(text));
-            if (method == MethodId::str_lstrip) return Value::string(with_chars ? pyLstrip(text, chars->text()) : pyLstrip(text));
+            if (method == MethodId::str_strip)
+                return Value::string(with_chars ? pyStrip(text, chars->text()) : pyStrip(text));
+            if (method == MethodId::str_lstrip)
+                return Value::string(with_chars ? pyLstrip(text, chars->text()) : pyLstrip(text));
             return Value::string(with_chars ? pyRstrip(text, chars->text()) : pyRstrip(text));
         }
-        case MethodId::str_upper:
-            return r.makeString(pyUpper(text));
+        case MethodId::str_upper: return r.makeString(pyUpper(text));
         case MethodId::str_lower:
-        case MethodId::str_casefold:
-            return r.makeString(pyLower(text));
-        case MethodId::str_title:
-            return r.makeString(pyTitle(text));
-        case MethodId::str_capitalize:
-            return r.makeString(pyCapitalize(text));
-        case MethodId::str_swapcase:
-            return r.makeString(pySwapcase(text));
+        case MethodId::str_casefold: return r.makeString(pyLower(text));
+        case MethodId::str_title: return r.makeString(pyTitle(text));
+        case MethodId::str_capitalize: return r.makeString(pyCapitalize(text));
+        case MethodId::str_swapcase: return r.makeString(pySwapcase(text));
         case MethodId::str_replace: {
             const std::optional<std::int64_t> count = optionalInt(r, args, 2, "count");
             const std::string_view old = strArg(r, args, 0, name);
             const std::string_view replacement = strArg(r, args, 1, name);
-            if (replacement.size() > old.size()) r.ensureRoom(pyReplacedSize(text, old, replacement, count.value_or(-1)));
+            if (replacement.size() > old.size())
+                r.ensureRoom(pyReplacedSize(text, old, replacement, count.value_or(-1)));
             return r.makeString(pyReplace(text, old, replacement, count.value_or(-1)));
         }
         case MethodId::str_find:
@@ -274,13 +302,14 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
         case MethodId::str_rindex: {
             const std::string_view sub = strArg(r, args, 0, name);
             const bool right = method == MethodId::str_rfind || method == MethodId::str_rindex;
-            const std::int64_t at = right ? pyRfind(text, sub, optionalInt(r, args, 1, "start"), optionalInt(r, args, 2, "end"))
-                                          : pyFind(text, sub, optionalInt(r, args, 1, "start"), optionalInt(r, args, 2, "end"));
-            if (at < 0 && (method == MethodId::str_index || method == MethodId::str_rindex)) r.fail("substring not found");
+            const std::int64_t at =
+                right ? pyRfind(text, sub, optionalInt(r, args, 1, "start"), optionalInt(r, args, 2, "end"))
+                      : pyFind(text, sub, optionalInt(r, args, 1, "start"), optionalInt(r, args, 2, "end"));
+            if (at < 0 && (method == MethodId::str_index || method == MethodId::str_rindex))
+                r.fail("substring not found");
             return Value::integer(at);
         }
-        case MethodId::str_count:
-            return Value::integer(pyCount(text, strArg(r, args, 0, name)));
+        case MethodId::str_count: return Value::integer(pyCount(text, strArg(r, args, 0, name)));
         case MethodId::str_join: {
             const Value* items = args.get(0, "iterable");
             if (items == nullptr) r.fail("join() takes exactly one argument (0 given)");
@@ -297,24 +326,15 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
             }
             return r.makeString(out);
         }
-        case MethodId::str_isdigit:
-            return Value::boolean(pyIsDigit(text));
-        case MethodId::str_isalpha:
-            return Value::boolean(pyIsAlpha(text));
-        case MethodId::str_isalnum:
-            return Value::boolean(pyIsAlnum(text));
-        case MethodId::str_isspace:
-            return Value::boolean(pyIsSpaceStr(text));
-        case MethodId::str_isupper:
-            return Value::boolean(pyIsUpper(text));
-        case MethodId::str_islower:
-            return Value::boolean(pyIsLower(text));
-        case MethodId::str_isdecimal:
-            return Value::boolean(pyIsDecimal(text));
-        case MethodId::str_isnumeric:
-            return Value::boolean(pyIsNumeric(text));
-        case MethodId::str_istitle:
-            return Value::boolean(pyIsTitle(text));
+        case MethodId::str_isdigit: return Value::boolean(pyIsDigit(text));
+        case MethodId::str_isalpha: return Value::boolean(pyIsAlpha(text));
+        case MethodId::str_isalnum: return Value::boolean(pyIsAlnum(text));
+        case MethodId::str_isspace: return Value::boolean(pyIsSpaceStr(text));
+        case MethodId::str_isupper: return Value::boolean(pyIsUpper(text));
+        case MethodId::str_islower: return Value::boolean(pyIsLower(text));
+        case MethodId::str_isdecimal: return Value::boolean(pyIsDecimal(text));
+        case MethodId::str_isnumeric: return Value::boolean(pyIsNumeric(text));
+        case MethodId::str_istitle: return Value::boolean(pyIsTitle(text));
         case MethodId::str_center:
         case MethodId::str_ljust:
         case MethodId::str_rjust: {
@@ -367,7 +387,8 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
         }
         case MethodId::str_removesuffix: {
             const std::string_view suffix = strArg(r, args, 0, name);
-            const bool has = !suffix.empty() && text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
+            const bool has =
+                !suffix.empty() && text.size() >= suffix.size() && text.substr(text.size() - suffix.size()) == suffix;
             return Value::string(has ? text.substr(0, text.size() - suffix.size()) : text);
         }
         case MethodId::str_format: {
@@ -399,7 +420,8 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
                     } else {
                         v = args.keyword(field);
                     }
-                    if (v == nullptr) r.fail("Replacement index " + std::string(field) + " out of range for positional args tuple");
+                    if (v == nullptr)
+                        r.fail("Replacement index " + std::string(field) + " out of range for positional args tuple");
                     appendFormatted(r, *v, spec, out);
                     i = close;
                 } else if (c == '}') {
@@ -410,8 +432,7 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
             }
             return r.makeString(out);
         }
-        default:
-            r.fail("'str' object has no attribute '" + std::string(name) + "'");
+        default: r.fail("'str' object has no attribute '" + std::string(name) + "'");
     }
 }
 
@@ -421,17 +442,14 @@ bool isDictMethodName(std::string_view name) { return lookup(kDictMethods, name)
 
 std::optional<MethodId> findMethod(const Value& object, std::string_view name) {
     switch (object.kind()) {
-        case ValueKind::string:
-            return lookup(kStrMethods, name);
-        case ValueKind::dict:
-            return lookup(kDictMethods, name);
+        case ValueKind::string: return lookup(kStrMethods, name);
+        case ValueKind::dict: return lookup(kDictMethods, name);
         case ValueKind::list:
-            return object.asList().tuple ? (name == "count" ? std::optional(MethodId::list_count)
+            return object.asList().tuple ? (name == "count"   ? std::optional(MethodId::list_count)
                                             : name == "index" ? std::optional(MethodId::list_index)
                                                               : std::nullopt)
                                          : lookup(kListMethods, name);
-        default:
-            return std::nullopt;
+        default: return std::nullopt;
     }
 }
 
@@ -465,13 +483,12 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
             case MethodId::dict_keys:
             case MethodId::dict_values: {
                 ListBuilder list(r.arena(), dict.size);
-                for (std::size_t i = 0; i < dict.size; ++i) list.push(method == MethodId::dict_keys ? dict.keys[i] : dict.values[i]);
+                for (std::size_t i = 0; i < dict.size; ++i)
+                    list.push(method == MethodId::dict_keys ? dict.keys[i] : dict.values[i]);
                 return list.finish();
             }
-            case MethodId::dict_copy:
-                return self;
-            default:
-                break;
+            case MethodId::dict_copy: return self;
+            default: break;
         }
     }
     if (self.isList()) {
@@ -480,7 +497,8 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
             case MethodId::list_count: {
                 const Value* item = args.get(0, {});
                 if (item == nullptr) r.fail("count() takes exactly one argument (0 given)");
-                return Value::integer(std::count_if(list.begin(), list.end(), [&](const Value& v) { return r.equals(v, *item); }));
+                return Value::integer(
+                    std::count_if(list.begin(), list.end(), [&](const Value& v) { return r.equals(v, *item); }));
             }
             case MethodId::list_index: {
                 const Value* item = args.get(0, {});
@@ -490,10 +508,8 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
                 }
                 r.fail("value is not in list");
             }
-            case MethodId::list_copy:
-                return self;
-            default:
-                break;
+            case MethodId::list_copy: return self;
+            default: break;
         }
     }
     r.fail("'" + std::string(Renderer::typeName(self)) + "' object has no attribute '" + std::string(name) + "'");

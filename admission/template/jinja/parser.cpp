@@ -45,22 +45,14 @@ private:
     static std::string describe(const Token& token) {
         switch (token.kind) {
             case TokenKind::name:
-            case TokenKind::op:
-                return "'" + token.text + "'";
-            case TokenKind::string:
-                return "string";
-            case TokenKind::integer:
-                return "integer";
-            case TokenKind::floating:
-                return "float";
-            case TokenKind::block_end:
-                return "end of statement block";
-            case TokenKind::variable_end:
-                return "end of print statement";
-            case TokenKind::eof:
-                return "end of template";
-            default:
-                return "template data";
+            case TokenKind::op: return "'" + token.text + "'";
+            case TokenKind::string: return "string";
+            case TokenKind::integer: return "integer";
+            case TokenKind::floating: return "float";
+            case TokenKind::block_end: return "end of statement block";
+            case TokenKind::variable_end: return "end of print statement";
+            case TokenKind::eof: return "end of template";
+            default: return "template data";
         }
     }
 
@@ -133,7 +125,8 @@ private:
         }
         if (end_tokens.size() > 0) {
             std::string expected;
-            for (std::string_view end : end_tokens) expected += (expected.empty() ? "'" : " or '") + std::string(end) + "'";
+            for (std::string_view end : end_tokens)
+                expected += (expected.empty() ? "'" : " or '") + std::string(end) + "'";
             fail("Unexpected end of template. Jinja was looking for the following tags: " + expected + ".");
         }
         return body;
@@ -360,7 +353,8 @@ private:
             macro.uses_varargs |= e->name_id == varargs;
             macro.uses_kwargs |= e->name_id == kwargs;
         }
-        for (const Expr* child : {e->a, e->b, e->c, e->dyn_args, e->dyn_kwargs}) scanExpr(child, macro, caller, varargs, kwargs);
+        for (const Expr* child : {e->a, e->b, e->c, e->dyn_args, e->dyn_kwargs})
+            scanExpr(child, macro, caller, varargs, kwargs);
         for (const Expr* child : e->items) scanExpr(child, macro, caller, varargs, kwargs);
         for (const Expr* child : e->keyword_values) scanExpr(child, macro, caller, varargs, kwargs);
     }
@@ -411,7 +405,8 @@ private:
         }
         if (current().kind != TokenKind::name) fail("can't assign to " + describe(current()));
         const std::string& name = current().text;
-        if (name == "true" || name == "false" || name == "none" || name == "True" || name == "False" || name == "None") {
+        if (name == "true" || name == "false" || name == "none" || name == "True" || name == "False" ||
+            name == "None") {
             fail("can't assign to constant");
         }
         Target target;

@@ -24,13 +24,9 @@ constexpr std::string_view kIntDigitsLimitToText =
     "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase "
     "the limit";
 
-bool isDigit(char c) {
-    return c >= '0' && c <= '9';
-}
+bool isDigit(char c) { return c >= '0' && c <= '9'; }
 
-std::size_t intDigitCount(std::string_view digits) {
-    return digits.size() - (digits.front() == '-' ? 1 : 0);
-}
+std::size_t intDigitCount(std::string_view digits) { return digits.size() - (digits.front() == '-' ? 1 : 0); }
 
 // ---------------------------------------------------------------- numbers
 
@@ -87,25 +83,16 @@ Value jsonInt(std::string_view token, Arena& arena) {
 
 std::string_view pyTypeName(const Value& value, const JsonDumpOptions& options) {
     switch (value.kind()) {
-        case ValueKind::undefined:
-            return "Undefined";  // jinja2.runtime.Undefined, transformers' default
-        case ValueKind::none:
-            return "NoneType";
-        case ValueKind::boolean:
-            return "bool";
+        case ValueKind::undefined: return "Undefined";  // jinja2.runtime.Undefined, transformers' default
+        case ValueKind::none: return "NoneType";
+        case ValueKind::boolean: return "bool";
         case ValueKind::integer:
-        case ValueKind::big_integer:
-            return "int";
-        case ValueKind::floating:
-            return "float";
-        case ValueKind::string:
-            return "str";
-        case ValueKind::list:
-            return value.asList().tuple ? "tuple" : "list";
-        case ValueKind::dict:
-            return "dict";
-        case ValueKind::namespace_:
-            return "Namespace";  // jinja2.utils.Namespace
+        case ValueKind::big_integer: return "int";
+        case ValueKind::floating: return "float";
+        case ValueKind::string: return "str";
+        case ValueKind::list: return value.asList().tuple ? "tuple" : "list";
+        case ValueKind::dict: return "dict";
+        case ValueKind::namespace_: return "Namespace";  // jinja2.utils.Namespace
         case ValueKind::callable:
             return options.callable_type_name != nullptr ? options.callable_type_name(value)
                                                          : "builtin_function_or_method";
@@ -144,29 +131,14 @@ void appendJsonString(std::string_view text, bool ensure_ascii, std::string& out
             i += length;
         } else {
             switch (c) {
-                case '"':
-                    out += "\\\"";
-                    break;
-                case '\\':
-                    out += "\\\\";
-                    break;
-                case '\n':
-                    out += "\\n";
-                    break;
-                case '\r':
-                    out += "\\r";
-                    break;
-                case '\t':
-                    out += "\\t";
-                    break;
-                case '\b':
-                    out += "\\b";
-                    break;
-                case '\f':
-                    out += "\\f";
-                    break;
-                default:
-                    appendHex4(c, out);  // other controls, and DEL under ensure_ascii
+                case '"': out += "\\\""; break;
+                case '\\': out += "\\\\"; break;
+                case '\n': out += "\\n"; break;
+                case '\r': out += "\\r"; break;
+                case '\t': out += "\\t"; break;
+                case '\b': out += "\\b"; break;
+                case '\f': out += "\\f"; break;
+                default: appendHex4(c, out);  // other controls, and DEL under ensure_ascii
             }
             ++i;
         }
@@ -432,25 +404,15 @@ public:
 
     std::optional<std::string> dump(const Value& value, int depth) {
         switch (value.kind()) {
-            case ValueKind::none:
-                out_ += "null";
-                return std::nullopt;
-            case ValueKind::boolean:
-                out_ += value.asBool() ? "true" : "false";
-                return std::nullopt;
-            case ValueKind::integer:
-                appendInt(value.asInt());
-                return std::nullopt;
+            case ValueKind::none: out_ += "null"; return std::nullopt;
+            case ValueKind::boolean: out_ += value.asBool() ? "true" : "false"; return std::nullopt;
+            case ValueKind::integer: appendInt(value.asInt()); return std::nullopt;
             case ValueKind::big_integer:
                 if (intDigitCount(value.text()) > kPyIntMaxStrDigits) return std::string(kIntDigitsLimitToText);
                 out_ += value.text();
                 return std::nullopt;
-            case ValueKind::floating:
-                appendJsonFloat(value.asFloat(), out_);
-                return std::nullopt;
-            case ValueKind::string:
-                appendJsonString(value.text(), options_.ensure_ascii, out_);
-                return std::nullopt;
+            case ValueKind::floating: appendJsonFloat(value.asFloat(), out_); return std::nullopt;
+            case ValueKind::string: appendJsonString(value.text(), options_.ensure_ascii, out_); return std::nullopt;
             case ValueKind::list:
                 if (depth >= kDumpMaxDepth) return tooDeep();
                 return dumpList(value.asList(), depth + 1);
@@ -459,8 +421,7 @@ public:
                 return dumpDict(value.asDict(), depth + 1);
             case ValueKind::undefined:
             case ValueKind::namespace_:
-            case ValueKind::callable:
-                break;
+            case ValueKind::callable: break;
         }
         return "Object of type " + std::string(pyTypeName(value, options_)) + " is not JSON serializable";
     }
@@ -531,9 +492,7 @@ private:
     // JSON keys are strings: Python converts the other scalar keys.
     std::optional<std::string> dumpKey(const Value& key) {
         switch (key.kind()) {
-            case ValueKind::string:
-                appendJsonString(key.text(), options_.ensure_ascii, out_);
-                return std::nullopt;
+            case ValueKind::string: appendJsonString(key.text(), options_.ensure_ascii, out_); return std::nullopt;
             case ValueKind::floating:
                 out_ += '"';
                 appendJsonFloat(key.asFloat(), out_);
@@ -548,8 +507,7 @@ private:
                 out_ += '"';
                 return std::nullopt;
             }
-            default:
-                return "keys must be str, int, float, bool or None, not " + std::string(pyTypeName(key, options_));
+            default: return "keys must be str, int, float, bool or None, not " + std::string(pyTypeName(key, options_));
         }
     }
 
@@ -668,8 +626,7 @@ private:
                     return constant(pos, 9, Value::floating(-std::numeric_limits<double>::infinity()), out);
                 }
                 break;
-            default:
-                break;
+            default: break;
         }
         return number(pos, out);
     }
@@ -851,26 +808,13 @@ private:
                 switch (at(e)) {
                     case '"':
                     case '\\':
-                    case '/':
-                        c = at(e);
-                        break;
-                    case 'b':
-                        c = '\b';
-                        break;
-                    case 'f':
-                        c = '\f';
-                        break;
-                    case 'n':
-                        c = '\n';
-                        break;
-                    case 'r':
-                        c = '\r';
-                        break;
-                    case 't':
-                        c = '\t';
-                        break;
-                    default:
-                        return fail("Invalid \\escape", i);
+                    case '/': c = at(e); break;
+                    case 'b': c = '\b'; break;
+                    case 'f': c = '\f'; break;
+                    case 'n': c = '\n'; break;
+                    case 'r': c = '\r'; break;
+                    case 't': c = '\t'; break;
+                    default: return fail("Invalid \\escape", i);
                 }
                 scratch_ += c;
                 chunk = e + 1;

@@ -19,9 +19,7 @@ constexpr char32_t kCapitalSigma = 0x03A3;
 
 // --- UTF-8 -------------------------------------------------------------------
 
-bool isContinuation(char byte) {
-    return (static_cast<unsigned char>(byte) & 0xC0) == 0x80;
-}
+bool isContinuation(char byte) { return (static_cast<unsigned char>(byte) & 0xC0) == 0x80; }
 
 // The code point starting at byte `pos`; `len` receives its byte length.
 char32_t decodeAt(std::string_view text, std::size_t pos, unsigned& len) {
@@ -79,9 +77,7 @@ std::uint16_t flagsOf(char32_t c) {
     return (range - 1)->flags;
 }
 
-bool has(char32_t c, std::uint16_t flag) {
-    return (flagsOf(c) & flag) != 0;
-}
+bool has(char32_t c, std::uint16_t flag) { return (flagsOf(c) & flag) != 0; }
 
 // Up to three code points: the longest full case mapping Unicode has.
 struct Mapped {
@@ -286,15 +282,11 @@ std::string_view windowBytes(std::string_view text, Window w) {
     return text.substr(begin_byte, end_byte - begin_byte);
 }
 
-std::int64_t countOf(std::string_view text) {
-    return static_cast<std::int64_t>(codePointCount(text));
-}
+std::int64_t countOf(std::string_view text) { return static_cast<std::int64_t>(codePointCount(text)); }
 
 // --- Strip / split helpers -------------------------------------------------------
 
-bool isSpaceAt(std::string_view text, std::size_t pos, unsigned& len) {
-    return pyIsSpace(decodeAt(text, pos, len));
-}
+bool isSpaceAt(std::string_view text, std::size_t pos, unsigned& len) { return pyIsSpace(decodeAt(text, pos, len)); }
 
 // Membership in the code points of `chars`, sorted: `chars` may be long.
 class CodePointSet {
@@ -363,9 +355,7 @@ void appendHex(std::string& out, char prefix, char32_t c, int digits) {
 
 }  // namespace
 
-std::string_view pyUnicodeVersion() {
-    return tables::kUnicodeVersion;
-}
+std::string_view pyUnicodeVersion() { return tables::kUnicodeVersion; }
 
 // --- Case ----------------------------------------------------------------------
 
@@ -403,19 +393,11 @@ std::string pySwapcase(std::string_view text) {
 
 // --- Character classes -----------------------------------------------------------
 
-bool pyIsSpace(char32_t c) {
-    return has(c, tables::kSpace);
-}
-bool pyIsPrintable(char32_t c) {
-    return has(c, tables::kPrintable);
-}
+bool pyIsSpace(char32_t c) { return has(c, tables::kSpace); }
+bool pyIsPrintable(char32_t c) { return has(c, tables::kPrintable); }
 
-bool pyIsSpaceStr(std::string_view text) {
-    return allOf(text, pyIsSpace);
-}
-bool pyIsPrintableStr(std::string_view text) {
-    return text.empty() || allOf(text, pyIsPrintable);
-}
+bool pyIsSpaceStr(std::string_view text) { return allOf(text, pyIsSpace); }
+bool pyIsPrintableStr(std::string_view text) { return text.empty() || allOf(text, pyIsPrintable); }
 bool pyIsAlpha(std::string_view text) {
     return allOf(text, [](char32_t c) { return has(c, tables::kAlpha); });
 }
@@ -451,12 +433,8 @@ bool allCasedAre(std::string_view text, std::uint16_t wanted, std::uint16_t wron
 
 }  // namespace
 
-bool pyIsUpper(std::string_view text) {
-    return allCasedAre(text, tables::kUpper, tables::kLower | tables::kTitle);
-}
-bool pyIsLower(std::string_view text) {
-    return allCasedAre(text, tables::kLower, tables::kUpper | tables::kTitle);
-}
+bool pyIsUpper(std::string_view text) { return allCasedAre(text, tables::kUpper, tables::kLower | tables::kTitle); }
+bool pyIsLower(std::string_view text) { return allCasedAre(text, tables::kLower, tables::kUpper | tables::kTitle); }
 
 bool pyIsTitle(std::string_view text) {
     bool cased = false;
@@ -484,12 +462,8 @@ std::string_view pyStrip(std::string_view text) {
     const std::size_t begin = leftEdge(text, pyIsSpace);
     return text.substr(begin, rightEdge(text, begin, pyIsSpace) - begin);
 }
-std::string_view pyLstrip(std::string_view text) {
-    return text.substr(leftEdge(text, pyIsSpace));
-}
-std::string_view pyRstrip(std::string_view text) {
-    return text.substr(0, rightEdge(text, 0, pyIsSpace));
-}
+std::string_view pyLstrip(std::string_view text) { return text.substr(leftEdge(text, pyIsSpace)); }
+std::string_view pyRstrip(std::string_view text) { return text.substr(0, rightEdge(text, 0, pyIsSpace)); }
 
 std::string_view pyStrip(std::string_view text, std::string_view chars) {
     const CodePointSet in_chars(chars);
@@ -754,7 +728,8 @@ std::string pyReplace(std::string_view text, std::string_view old, std::string_v
     return out;
 }
 
-std::size_t pyReplacedSize(std::string_view text, std::string_view old, std::string_view replacement, std::int64_t count) {
+std::size_t pyReplacedSize(std::string_view text, std::string_view old, std::string_view replacement,
+                           std::int64_t count) {
     if (count < 0) count = kInt64Max;
     std::uint64_t replacements = 0;
     if (old.empty()) {

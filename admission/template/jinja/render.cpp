@@ -48,8 +48,8 @@ enum LoopSlot : std::size_t {
     kCycle,
     kLoopSlots
 };
-constexpr std::string_view kLoopNames[kLoopSlots] = {"index", "index0", "revindex", "revindex0", "first", "last",
-                                                     "length", "previtem", "nextitem", "depth", "depth0", "cycle"};
+constexpr std::string_view kLoopNames[kLoopSlots] = {"index",  "index0",   "revindex", "revindex0", "first",  "last",
+                                                     "length", "previtem", "nextitem", "depth",     "depth0", "cycle"};
 
 }  // namespace
 
@@ -207,11 +207,8 @@ struct Interpreter {
                 }
                 return execBody(s.else_body);
             }
-            case StmtKind::for_:
-                return execFor(s);
-            case StmtKind::assign:
-                assign(s.target, eval(*s.expr));
-                return Flow::normal;
+            case StmtKind::for_: return execFor(s);
+            case StmtKind::assign: assign(s.target, eval(*s.expr)); return Flow::normal;
             case StmtKind::assign_block: {
                 Value value = captureBody(s.body);
                 if (s.expr != nullptr) value = applyFilterChain(*s.expr, value);
@@ -227,8 +224,7 @@ struct Interpreter {
                 store(s.name_id, Value::callable(c));
                 return Flow::normal;
             }
-            case StmtKind::call_block:
-                return execCallBlock(s);
+            case StmtKind::call_block: return execCallBlock(s);
             case StmtKind::filter_block: {
                 const Value body = captureBody(s.body);
                 emitValue(applyFilterChain(*s.expr, body));
@@ -244,21 +240,16 @@ struct Interpreter {
                 scope = saved;
                 return flow;
             }
-            case StmtKind::break_:
-                return Flow::break_;
-            case StmtKind::continue_:
-                return Flow::continue_;
-            case StmtKind::scope:
-                return execBody(s.body);
+            case StmtKind::break_: return Flow::break_;
+            case StmtKind::continue_: return Flow::continue_;
+            case StmtKind::scope: return execBody(s.body);
         }
         return Flow::normal;
     }
 
     void assign(const Target& target, Value value) {
         switch (target.kind) {
-            case Target::Kind::name:
-                store(target.name_id, value);
-                return;
+            case Target::Kind::name: store(target.name_id, value); return;
             case Target::Kind::ns_attr: {
                 const Value ns = load(target.name_id, target.name);
                 if (!ns.isNamespace()) r.fail("can only assign to attributes of a namespace");
@@ -270,11 +261,10 @@ struct Interpreter {
                 r.iterate(value, items);
                 if (items.size() != target.items.size()) {
                     const bool few = items.size() < target.items.size();
-                    std::string message = few ? "not enough values to unpack (expected " +
-                                                    std::to_string(target.items.size()) + ", got " +
-                                                    std::to_string(items.size()) + ")"
-                                              : "too many values to unpack (expected " +
-                                                    std::to_string(target.items.size()) + ")";
+                    std::string message =
+                        few ? "not enough values to unpack (expected " + std::to_string(target.items.size()) +
+                                  ", got " + std::to_string(items.size()) + ")"
+                            : "too many values to unpack (expected " + std::to_string(target.items.size()) + ")";
                     returnList();
                     r.fail(std::move(message));
                 }
@@ -429,7 +419,9 @@ struct Interpreter {
             bool matched = false;
             for (std::size_t i = 0; i < s.args.size(); ++i) {
                 if (s.args[i].name == name) {
-                    if (bound[i]) r.fail("macro '" + std::string(s.name) + "' got multiple values for argument '" + std::string(name) + "'");
+                    if (bound[i])
+                        r.fail("macro '" + std::string(s.name) + "' got multiple values for argument '" +
+                               std::string(name) + "'");
                     store(s.args[i].name_id, value);
                     bound[i] = true;
                     matched = true;
@@ -472,12 +464,9 @@ struct Interpreter {
         const CallableData& c = callee.asCallable();
         switch (c.kind) {
             case CallableData::Kind::macro:
-            case CallableData::Kind::caller:
-                return callMacro(c, args, Value());
-            case CallableData::Kind::method:
-                return callMethod(r, c.method, c.name, c.self, args);
-            case CallableData::Kind::global:
-                return callGlobal(c, args);
+            case CallableData::Kind::caller: return callMacro(c, args, Value());
+            case CallableData::Kind::method: return callMethod(r, c.method, c.name, c.self, args);
+            case CallableData::Kind::global: return callGlobal(c, args);
             case CallableData::Kind::loop_cycle: {
                 if (args.positional.empty()) r.fail("no items for cycling given");
                 const std::int64_t index0 = c.state->values[kIndex0].asInt();
@@ -500,7 +489,8 @@ struct Interpreter {
                 auto intArg = [&](std::size_t i) {
                     const Value& v = args.positional[i];
                     if (!v.isInt() && !v.isBool()) {
-                        r.fail("'" + std::string(Renderer::typeName(v)) + "' object cannot be interpreted as an integer");
+                        r.fail("'" + std::string(Renderer::typeName(v)) +
+                               "' object cannot be interpreted as an integer");
                     }
                     if (v.kind() == ValueKind::big_integer) r.fail("Python int too large to convert to C ssize_t");
                     return v.isBool() ? (v.asBool() ? 1 : 0) : v.asInt();
@@ -516,7 +506,9 @@ struct Interpreter {
                 }
                 if (stepping == 0) r.fail("range() arg 3 must not be zero");
                 // The sandbox's MAX_RANGE.
-                auto tooBig = [&]() { r.fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000)."); };
+                auto tooBig = [&]() {
+                    r.fail("Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+                };
                 std::int64_t span = 0;
                 if (__builtin_sub_overflow(stop, start, &span)) tooBig();
                 std::int64_t count = 0;
@@ -535,7 +527,8 @@ struct Interpreter {
                 if (!args.positional.empty()) {
                     const Value& from = args.positional[0];
                     if (!from.isDict()) r.fail("dict() takes a mapping or keyword arguments");
-                    for (std::size_t i = 0; i < from.asDict().size; ++i) dict.set(from.asDict().keys[i], from.asDict().values[i]);
+                    for (std::size_t i = 0; i < from.asDict().size; ++i)
+                        dict.set(from.asDict().keys[i], from.asDict().values[i]);
                 }
                 for (const auto& [name, value] : args.keywords) dict.set(name, value);
                 return dict.finish();
@@ -579,8 +572,7 @@ struct Interpreter {
                 j->state = state;
                 return Value::callable(j);
             }
-            default:
-                r.fail("'" + std::string(c.name) + "' is not supported by dpgate's template engine");
+            default: r.fail("'" + std::string(c.name) + "' is not supported by dpgate's template engine");
         }
     }
 
@@ -638,10 +630,8 @@ struct Interpreter {
     // size and the data they read; loops, statements and calls are.
     Value eval(const Expr& e) {
         switch (e.kind) {
-            case ExprKind::constant:
-                return e.constant;
-            case ExprKind::name:
-                return load(e.name_id, e.name);
+            case ExprKind::constant: return e.constant;
+            case ExprKind::name: return load(e.name_id, e.name);
             case ExprKind::getattr: {
                 const Value obj = eval(*e.a);
                 if (obj.isDict() && !e.names_dict_method) {
@@ -649,14 +639,10 @@ struct Interpreter {
                 }
                 return r.getattr(obj, e.name);
             }
-            case ExprKind::getitem:
-                return evalGetitem(e);
-            case ExprKind::slice:
-                r.fail("a slice outside of []");
-            case ExprKind::call:
-                return evalCall(e);
-            case ExprKind::filter:
-                return applyFilter(e, eval(*e.a));
+            case ExprKind::getitem: return evalGetitem(e);
+            case ExprKind::slice: r.fail("a slice outside of []");
+            case ExprKind::call: return evalCall(e);
+            case ExprKind::filter: return applyFilter(e, eval(*e.a));
             case ExprKind::test: {
                 const Value input = eval(*e.a);
                 BorrowedArgs borrowed(*this);
@@ -665,7 +651,10 @@ struct Interpreter {
             }
             case ExprKind::cond:
                 if (r.truthy(eval(*e.a))) return eval(*e.b);
-                return e.c != nullptr ? eval(*e.c) : Value::undefined("the inline if expression evaluated to false and no else section was defined.");
+                return e.c != nullptr
+                           ? eval(*e.c)
+                           : Value::undefined(
+                                 "the inline if expression evaluated to false and no else section was defined.");
             case ExprKind::and_: {
                 const Value left = eval(*e.a);
                 return r.truthy(left) ? eval(*e.b) : left;
@@ -674,24 +663,15 @@ struct Interpreter {
                 const Value left = eval(*e.a);
                 return r.truthy(left) ? left : eval(*e.b);
             }
-            case ExprKind::not_:
-                return Value::boolean(!r.truthy(eval(*e.a)));
-            case ExprKind::compare:
-                return Value::boolean(evalCompare(e));
-            case ExprKind::add:
-                return r.binary('+', eval(*e.a), eval(*e.b));
-            case ExprKind::sub:
-                return r.binary('-', eval(*e.a), eval(*e.b));
-            case ExprKind::mul:
-                return r.binary('*', eval(*e.a), eval(*e.b));
-            case ExprKind::div:
-                return r.binary('/', eval(*e.a), eval(*e.b));
-            case ExprKind::floordiv:
-                return r.binary('f', eval(*e.a), eval(*e.b));
-            case ExprKind::mod:
-                return r.binary('%', eval(*e.a), eval(*e.b));
-            case ExprKind::pow:
-                return r.binary('p', eval(*e.a), eval(*e.b));
+            case ExprKind::not_: return Value::boolean(!r.truthy(eval(*e.a)));
+            case ExprKind::compare: return Value::boolean(evalCompare(e));
+            case ExprKind::add: return r.binary('+', eval(*e.a), eval(*e.b));
+            case ExprKind::sub: return r.binary('-', eval(*e.a), eval(*e.b));
+            case ExprKind::mul: return r.binary('*', eval(*e.a), eval(*e.b));
+            case ExprKind::div: return r.binary('/', eval(*e.a), eval(*e.b));
+            case ExprKind::floordiv: return r.binary('f', eval(*e.a), eval(*e.b));
+            case ExprKind::mod: return r.binary('%', eval(*e.a), eval(*e.b));
+            case ExprKind::pow: return r.binary('p', eval(*e.a), eval(*e.b));
             case ExprKind::neg:
             case ExprKind::pos: {
                 const Value v = eval(*e.a);
@@ -717,7 +697,8 @@ struct Interpreter {
             }
             case ExprKind::dict: {
                 DictBuilder dict(arena, e.items.size() / 2);
-                for (std::size_t i = 0; i + 1 < e.items.size(); i += 2) dict.set(eval(*e.items[i]), eval(*e.items[i + 1]));
+                for (std::size_t i = 0; i + 1 < e.items.size(); i += 2)
+                    dict.set(eval(*e.items[i]), eval(*e.items[i + 1]));
                 return dict.finish();
             }
         }
@@ -748,7 +729,8 @@ struct Interpreter {
         if (obj.isString()) return r.makeString(pySlice(obj.text(), start, stop, step_value));
         if (!obj.isList()) {
             if (obj.isDict()) r.fail("unhashable type: 'slice'");
-            return Value::undefined(arena.copy("'" + std::string(Renderer::typeName(obj)) + " object' has no element slice"));
+            return Value::undefined(
+                arena.copy("'" + std::string(Renderer::typeName(obj)) + " object' has no element slice"));
         }
         const ListData& list = obj.asList();
         const std::int64_t size = static_cast<std::int64_t>(list.size);
@@ -776,34 +758,22 @@ struct Interpreter {
             const Value right = eval(*e.items[i]);
             bool ok = false;
             switch (e.ops[i]) {
-                case CompareOp::eq:
-                    ok = r.equals(left, right);
-                    break;
-                case CompareOp::ne:
-                    ok = !r.equals(left, right);
-                    break;
-                case CompareOp::lt:
-                    ok = r.compare(left, right, "<") == -1;
-                    break;
+                case CompareOp::eq: ok = r.equals(left, right); break;
+                case CompareOp::ne: ok = !r.equals(left, right); break;
+                case CompareOp::lt: ok = r.compare(left, right, "<") == -1; break;
                 case CompareOp::lteq: {
                     const int c = r.compare(left, right, "<=");
                     ok = c == -1 || c == 0;
                     break;
                 }
-                case CompareOp::gt:
-                    ok = r.compare(left, right, ">") == 1;
-                    break;
+                case CompareOp::gt: ok = r.compare(left, right, ">") == 1; break;
                 case CompareOp::gteq: {
                     const int c = r.compare(left, right, ">=");
                     ok = c == 1 || c == 0;
                     break;
                 }
-                case CompareOp::in:
-                    ok = r.contains(right, left);
-                    break;
-                case CompareOp::notin:
-                    ok = !r.contains(right, left);
-                    break;
+                case CompareOp::in: ok = r.contains(right, left); break;
+                case CompareOp::notin: ok = !r.contains(right, left); break;
             }
             if (!ok) return false;
             left = right;
@@ -852,9 +822,9 @@ void Renderer::fail(std::string message) const { throw TemplateError{std::move(m
 
 void Renderer::step() {
     if (++steps_ > limits_.steps) {
-        throw TemplateError{"the chat template took more than " + std::to_string(limits_.steps) +
-                                " steps to render this request",
-                            false};
+        throw TemplateError{
+            "the chat template took more than " + std::to_string(limits_.steps) + " steps to render this request",
+            false};
     }
 }
 
@@ -890,9 +860,9 @@ std::optional<RenderError> Renderer::render(std::string& out) {
     } catch (const ArenaLimitExceeded& e) {
         out.resize(start);
         arena_.setLimit(0);
-        return RenderError{"the chat template needed more than " + std::to_string(e.limit_bytes >> 20) +
-                               " MiB to render this request",
-                           false, true};
+        return RenderError{
+            "the chat template needed more than " + std::to_string(e.limit_bytes >> 20) + " MiB to render this request",
+            false, true};
     }
     arena_.setLimit(0);
     return std::nullopt;

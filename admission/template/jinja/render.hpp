@@ -35,10 +35,10 @@ struct TemplateError {
 };
 
 struct RenderLimits {
-    std::size_t arena_bytes = 0;           // 0: no limit (see Arena::setLimit)
-    std::uint64_t steps = 50'000'000;      // expression evaluations and loop iterations
+    std::size_t arena_bytes = 0;       // 0: no limit (see Arena::setLimit)
+    std::uint64_t steps = 50'000'000;  // expression evaluations and loop iterations
     std::size_t output_bytes = 1u << 30;
-    unsigned max_call_depth = 256;         // macro recursion
+    unsigned max_call_depth = 256;  // macro recursion
 };
 
 // Arguments of a filter, test, method or global call.

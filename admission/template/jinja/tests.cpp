@@ -12,7 +12,8 @@ namespace {
 
 using Args = CallArgs;
 
-const Value& requireArg(Renderer& r, const Args& args, std::size_t index, std::string_view name, std::string_view test) {
+const Value& requireArg(Renderer& r, const Args& args, std::size_t index, std::string_view name,
+                        std::string_view test) {
     const Value* v = args.get(index, name);
     if (v == nullptr) r.fail("test '" + std::string(test) + "' needs an argument");
     return *v;
@@ -63,31 +64,28 @@ bool tSameas(Renderer& r, const Value& v, const Args& args) {
     switch (v.kind()) {
         case ValueKind::none:
         case ValueKind::boolean:
-        case ValueKind::integer:
-            return r.equals(v, other);
-        case ValueKind::list:
-            return &v.asList() == &other.asList();
-        case ValueKind::dict:
-            return &v.asDict() == &other.asDict();
-        case ValueKind::namespace_:
-            return &v.asNamespace() == &other.asNamespace();
-        case ValueKind::callable:
-            return &v.asCallable() == &other.asCallable();
-        case ValueKind::string:
-            return v.text().data() == other.text().data() && v.text().size() == other.text().size();
-        default:
-            return false;
+        case ValueKind::integer: return r.equals(v, other);
+        case ValueKind::list: return &v.asList() == &other.asList();
+        case ValueKind::dict: return &v.asDict() == &other.asDict();
+        case ValueKind::namespace_: return &v.asNamespace() == &other.asNamespace();
+        case ValueKind::callable: return &v.asCallable() == &other.asCallable();
+        case ValueKind::string: return v.text().data() == other.text().data() && v.text().size() == other.text().size();
+        default: return false;
     }
 }
 
 bool tEq(Renderer& r, const Value& v, const Args& args) { return r.equals(v, requireArg(r, args, 0, "b", "eq")); }
 bool tNe(Renderer& r, const Value& v, const Args& args) { return !r.equals(v, requireArg(r, args, 0, "b", "ne")); }
-bool tLt(Renderer& r, const Value& v, const Args& args) { return r.compare(v, requireArg(r, args, 0, "b", "lt"), "<") == -1; }
+bool tLt(Renderer& r, const Value& v, const Args& args) {
+    return r.compare(v, requireArg(r, args, 0, "b", "lt"), "<") == -1;
+}
 bool tLe(Renderer& r, const Value& v, const Args& args) {
     const int c = r.compare(v, requireArg(r, args, 0, "b", "le"), "<=");
     return c == -1 || c == 0;
 }
-bool tGt(Renderer& r, const Value& v, const Args& args) { return r.compare(v, requireArg(r, args, 0, "b", "gt"), ">") == 1; }
+bool tGt(Renderer& r, const Value& v, const Args& args) {
+    return r.compare(v, requireArg(r, args, 0, "b", "gt"), ">") == 1;
+}
 bool tGe(Renderer& r, const Value& v, const Args& args) {
     const int c = r.compare(v, requireArg(r, args, 0, "b", "ge"), ">=");
     return c == 1 || c == 0;
@@ -102,16 +100,45 @@ struct TestEntry {
 };
 
 constexpr TestEntry kTests[] = {
-    {"!=", tNe},          {"<", tLt},           {"<=", tLe},          {"==", tEq},
-    {">", tGt},           {">=", tGe},          {"boolean", tBoolean}, {"callable", tCallable},
-    {"defined", tDefined}, {"divisibleby", tDivisibleby}, {"eq", tEq}, {"equalto", tEq},
-    {"escaped", tEscaped}, {"even", tEven},     {"false", tFalse},    {"filter", tFilter},
-    {"float", tFloat},    {"ge", tGe},          {"greaterthan", tGt}, {"gt", tGt},
-    {"in", tIn},          {"integer", tInteger}, {"iterable", tIterable}, {"le", tLe},
-    {"lessthan", tLt},    {"lower", tLower},    {"lt", tLt},          {"mapping", tMapping},
-    {"ne", tNe},          {"none", tNone},      {"number", tNumber},  {"odd", tOdd},
-    {"sameas", tSameas},  {"sequence", tSequence}, {"string", tString}, {"test", tTest},
-    {"true", tTrue},      {"undefined", tUndefined}, {"upper", tUpper},
+    {"!=", tNe},
+    {"<", tLt},
+    {"<=", tLe},
+    {"==", tEq},
+    {">", tGt},
+    {">=", tGe},
+    {"boolean", tBoolean},
+    {"callable", tCallable},
+    {"defined", tDefined},
+    {"divisibleby", tDivisibleby},
+    {"eq", tEq},
+    {"equalto", tEq},
+    {"escaped", tEscaped},
+    {"even", tEven},
+    {"false", tFalse},
+    {"filter", tFilter},
+    {"float", tFloat},
+    {"ge", tGe},
+    {"greaterthan", tGt},
+    {"gt", tGt},
+    {"in", tIn},
+    {"integer", tInteger},
+    {"iterable", tIterable},
+    {"le", tLe},
+    {"lessthan", tLt},
+    {"lower", tLower},
+    {"lt", tLt},
+    {"mapping", tMapping},
+    {"ne", tNe},
+    {"none", tNone},
+    {"number", tNumber},
+    {"odd", tOdd},
+    {"sameas", tSameas},
+    {"sequence", tSequence},
+    {"string", tString},
+    {"test", tTest},
+    {"true", tTrue},
+    {"undefined", tUndefined},
+    {"upper", tUpper},
 };
 
 }  // namespace

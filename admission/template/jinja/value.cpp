@@ -30,14 +30,10 @@ const Value* findIndexed(const Value* keys, const Value* values, const std::uint
 
 double numberAsDouble(const Value& v) {
     switch (v.kind()) {
-        case ValueKind::boolean:
-            return v.asBool() ? 1.0 : 0.0;
-        case ValueKind::integer:
-            return static_cast<double>(v.asInt());
-        case ValueKind::big_integer:
-            return std::strtod(std::string(v.text()).c_str(), nullptr);
-        default:
-            return v.asFloat();
+        case ValueKind::boolean: return v.asBool() ? 1.0 : 0.0;
+        case ValueKind::integer: return static_cast<double>(v.asInt());
+        case ValueKind::big_integer: return std::strtod(std::string(v.text()).c_str(), nullptr);
+        default: return v.asFloat();
     }
 }
 
@@ -88,7 +84,8 @@ void NamespaceData::set(Arena& arena, std::string_view name, Value value) {
 }
 
 ListBuilder::ListBuilder(Arena& arena, std::size_t reserve)
-    : arena_(arena), items_(arena.allocateArray<Value>(std::max<std::size_t>(reserve, 1))),
+    : arena_(arena),
+      items_(arena.allocateArray<Value>(std::max<std::size_t>(reserve, 1))),
       capacity_(std::max<std::size_t>(reserve, 1)) {}
 
 void ListBuilder::push(Value value) {
@@ -101,9 +98,7 @@ void ListBuilder::push(Value value) {
     items_[size_++] = value;
 }
 
-Value ListBuilder::finish(bool tuple) {
-    return Value::list(arena_.make<ListData>(ListData{items_, size_, tuple}));
-}
+Value ListBuilder::finish(bool tuple) { return Value::list(arena_.make<ListData>(ListData{items_, size_, tuple})); }
 
 DictBuilder::DictBuilder(Arena& arena, std::size_t reserve)
     : arena_(arena),
@@ -189,10 +184,8 @@ bool pyEquals(const Value& a, const Value& b) {
     if (ka != kb) return false;
     switch (ka) {
         case ValueKind::undefined:
-        case ValueKind::none:
-            return true;
-        case ValueKind::string:
-            return a.text() == b.text();
+        case ValueKind::none: return true;
+        case ValueKind::string: return a.text() == b.text();
         case ValueKind::list: {
             const ListData& la = a.asList();
             const ListData& lb = b.asList();
@@ -219,12 +212,9 @@ bool pyEquals(const Value& a, const Value& b) {
             }
             return true;
         }
-        case ValueKind::namespace_:
-            return &a.asNamespace() == &b.asNamespace();
-        case ValueKind::callable:
-            return &a.asCallable() == &b.asCallable();
-        default:
-            return false;
+        case ValueKind::namespace_: return &a.asNamespace() == &b.asNamespace();
+        case ValueKind::callable: return &a.asCallable() == &b.asCallable();
+        default: return false;
     }
 }
 

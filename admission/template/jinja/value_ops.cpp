@@ -48,34 +48,22 @@ double floatMod(double a, double b) {
 
 std::string_view Renderer::typeName(const Value& v) {
     switch (v.kind()) {
-        case ValueKind::undefined:
-            return "Undefined";
-        case ValueKind::none:
-            return "NoneType";
-        case ValueKind::boolean:
-            return "bool";
+        case ValueKind::undefined: return "Undefined";
+        case ValueKind::none: return "NoneType";
+        case ValueKind::boolean: return "bool";
         case ValueKind::integer:
-        case ValueKind::big_integer:
-            return "int";
-        case ValueKind::floating:
-            return "float";
-        case ValueKind::string:
-            return "str";
-        case ValueKind::list:
-            return v.asList().tuple ? "tuple" : "list";
-        case ValueKind::dict:
-            return "dict";
-        case ValueKind::namespace_:
-            return "Namespace";
+        case ValueKind::big_integer: return "int";
+        case ValueKind::floating: return "float";
+        case ValueKind::string: return "str";
+        case ValueKind::list: return v.asList().tuple ? "tuple" : "list";
+        case ValueKind::dict: return "dict";
+        case ValueKind::namespace_: return "Namespace";
         case ValueKind::callable:
             switch (v.asCallable().kind) {
                 case CallableData::Kind::macro:
-                case CallableData::Kind::caller:
-                    return "Macro";
-                case CallableData::Kind::method:
-                    return "builtin_function_or_method";
-                default:
-                    return "function";
+                case CallableData::Kind::caller: return "Macro";
+                case CallableData::Kind::method: return "builtin_function_or_method";
+                default: return "function";
             }
     }
     return "object";
@@ -88,37 +76,23 @@ void Renderer::failUndefined(const Value& v) const {
 bool Renderer::truthy(const Value& v) const {
     switch (v.kind()) {
         case ValueKind::undefined:
-        case ValueKind::none:
-            return false;
-        case ValueKind::boolean:
-            return v.asBool();
-        case ValueKind::integer:
-            return v.asInt() != 0;
-        case ValueKind::big_integer:
-            return true;
-        case ValueKind::floating:
-            return v.asFloat() != 0.0;
-        case ValueKind::string:
-            return !v.text().empty();
-        case ValueKind::list:
-            return v.asList().size != 0;
-        case ValueKind::dict:
-            return v.asDict().size != 0;
-        default:
-            return true;
+        case ValueKind::none: return false;
+        case ValueKind::boolean: return v.asBool();
+        case ValueKind::integer: return v.asInt() != 0;
+        case ValueKind::big_integer: return true;
+        case ValueKind::floating: return v.asFloat() != 0.0;
+        case ValueKind::string: return !v.text().empty();
+        case ValueKind::list: return v.asList().size != 0;
+        case ValueKind::dict: return v.asDict().size != 0;
+        default: return true;
     }
 }
 
 void Renderer::appendStr(const Value& v, std::string& out) {
     switch (v.kind()) {
-        case ValueKind::undefined:
-            return;
-        case ValueKind::none:
-            out += "None";
-            return;
-        case ValueKind::boolean:
-            out += v.asBool() ? "True" : "False";
-            return;
+        case ValueKind::undefined: return;
+        case ValueKind::none: out += "None"; return;
+        case ValueKind::boolean: out += v.asBool() ? "True" : "False"; return;
         case ValueKind::integer: {
             char buffer[24];
             const auto [end, ec] = std::to_chars(buffer, buffer + sizeof buffer, v.asInt());
@@ -126,25 +100,16 @@ void Renderer::appendStr(const Value& v, std::string& out) {
             return;
         }
         case ValueKind::big_integer:
-        case ValueKind::string:
-            out += v.text();
-            return;
-        case ValueKind::floating:
-            out += pyFloatRepr(v.asFloat());
-            return;
-        default:
-            appendRepr(v, out);
+        case ValueKind::string: out += v.text(); return;
+        case ValueKind::floating: out += pyFloatRepr(v.asFloat()); return;
+        default: appendRepr(v, out);
     }
 }
 
 void Renderer::appendRepr(const Value& v, std::string& out) {
     switch (v.kind()) {
-        case ValueKind::string:
-            out += pyRepr(v.text());
-            return;
-        case ValueKind::undefined:
-            out += "Undefined";
-            return;
+        case ValueKind::string: out += pyRepr(v.text()); return;
+        case ValueKind::undefined: out += "Undefined"; return;
         case ValueKind::list: {
             const ListData& list = v.asList();
             out += list.tuple ? '(' : '[';
@@ -202,8 +167,7 @@ void Renderer::appendRepr(const Value& v, std::string& out) {
             }
             return;
         }
-        default:
-            appendStr(v, out);
+        default: appendStr(v, out);
     }
 }
 
@@ -218,11 +182,8 @@ std::string_view Renderer::str(const Value& v) {
 void Renderer::iterate(const Value& v, std::vector<Value>& items) {
     items.clear();
     switch (v.kind()) {
-        case ValueKind::undefined:
-            return;
-        case ValueKind::list:
-            items.assign(v.asList().begin(), v.asList().end());
-            return;
+        case ValueKind::undefined: return;
+        case ValueKind::list: items.assign(v.asList().begin(), v.asList().end()); return;
         case ValueKind::dict: {
             const DictData& dict = v.asDict();
             items.assign(dict.keys, dict.keys + dict.size);
@@ -245,15 +206,13 @@ void Renderer::iterate(const Value& v, std::vector<Value>& items) {
             }
             return;
         }
-        default:
-            fail("'" + std::string(typeName(v)) + "' object is not iterable");
+        default: fail("'" + std::string(typeName(v)) + "' object is not iterable");
     }
 }
 
 Value Renderer::getattr(const Value& obj, std::string_view name) {
     switch (obj.kind()) {
-        case ValueKind::undefined:
-            failUndefined(obj);
+        case ValueKind::undefined: failUndefined(obj);
         case ValueKind::dict:
         case ValueKind::string:
         case ValueKind::list: {
@@ -279,8 +238,7 @@ Value Renderer::getattr(const Value& obj, std::string_view name) {
         case ValueKind::namespace_:
             if (const Value* found = obj.asNamespace().find(name)) return *found;
             break;
-        default:
-            break;
+        default: break;
     }
     std::string message = "'" + std::string(typeName(obj)) + " object' has no attribute '" + std::string(name) + "'";
     return Value::undefined(arena_.copy(message));
@@ -288,8 +246,7 @@ Value Renderer::getattr(const Value& obj, std::string_view name) {
 
 Value Renderer::getitem(const Value& obj, const Value& key) {
     switch (obj.kind()) {
-        case ValueKind::undefined:
-            failUndefined(obj);
+        case ValueKind::undefined: failUndefined(obj);
         case ValueKind::dict: {
             const DictData& dict = obj.asDict();
             if (key.isString()) {
@@ -313,13 +270,13 @@ Value Renderer::getitem(const Value& obj, const Value& key) {
                     const std::int64_t at = index < 0 ? index + size : index;
                     if (at >= 0 && at < size) return list.items[at];
                 }
-                std::string message = "'" + std::string(typeName(obj)) + " object' has no element " + std::to_string(index);
+                std::string message =
+                    "'" + std::string(typeName(obj)) + " object' has no element " + std::to_string(index);
                 return Value::undefined(arena_.copy(message));
             }
             break;
         }
-        default:
-            break;
+        default: break;
     }
     if (key.isString()) return getattr(obj, key.text());
     std::string message = "'" + std::string(typeName(obj)) + " object' has no element ";
@@ -362,8 +319,7 @@ int Renderer::compare(const Value& a, const Value& b, std::string_view op) {
 
 bool Renderer::contains(const Value& container, const Value& item) {
     switch (container.kind()) {
-        case ValueKind::undefined:
-            return false;
+        case ValueKind::undefined: return false;
         case ValueKind::string:
             if (!item.isString()) {
                 fail("'in <string>' requires string as left operand, not " + std::string(typeName(item)));
@@ -380,8 +336,7 @@ bool Renderer::contains(const Value& container, const Value& item) {
             }
             return false;
         }
-        default:
-            fail("argument of type '" + std::string(typeName(container)) + "' is not iterable");
+        default: fail("argument of type '" + std::string(typeName(container)) + "' is not iterable");
     }
 }
 
@@ -416,18 +371,21 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
     if (op == '*' && (a.isString() || a.isList() || b.isString() || b.isList())) {
         const Value& seq = a.isString() || a.isList() ? a : b;
         const Value& count = a.isString() || a.isList() ? b : a;
-        if (!isIntLike(count)) fail("can't multiply sequence by non-int of type '" + std::string(typeName(count)) + "'");
+        if (!isIntLike(count))
+            fail("can't multiply sequence by non-int of type '" + std::string(typeName(count)) + "'");
         const std::int64_t n = std::max<std::int64_t>(0, intOf(count));
         if (seq.isString()) {
             const std::string_view text = seq.text();
-            if (n > 0 && text.size() > (std::size_t{1} << 40) / static_cast<std::size_t>(n)) fail("repeated string is too long");
+            if (n > 0 && text.size() > (std::size_t{1} << 40) / static_cast<std::size_t>(n))
+                fail("repeated string is too long");
             const std::size_t size = text.size() * static_cast<std::size_t>(n);
             char* out = static_cast<char*>(arena_.allocate(std::max<std::size_t>(size, 1), 1));
             for (std::int64_t i = 0; i < n; ++i) std::copy(text.begin(), text.end(), out + text.size() * i);
             return Value::string({out, size});
         }
         const ListData& list = seq.asList();
-        if (n > 0 && list.size > Arena::kMaxBytes / sizeof(Value) / static_cast<std::size_t>(n)) fail("repeated list is too long");
+        if (n > 0 && list.size > Arena::kMaxBytes / sizeof(Value) / static_cast<std::size_t>(n))
+            fail("repeated list is too long");
         arena_.ensureRoom(list.size * static_cast<std::size_t>(n) * sizeof(Value));
         ListBuilder builder(arena_, list.size * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
@@ -436,10 +394,16 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
         }
         return builder.finish(list.tuple);
     }
-    if (op == '%' && a.isString()) return runFilter("format", a, CallArgs{b.isList() && b.asList().tuple ? std::vector<Value>(b.asList().begin(), b.asList().end()) : std::vector<Value>{b}, {}});
+    if (op == '%' && a.isString())
+        return runFilter(
+            "format", a,
+            CallArgs{b.isList() && b.asList().tuple ? std::vector<Value>(b.asList().begin(), b.asList().end())
+                                                    : std::vector<Value>{b},
+                     {}});
     if (!a.isNumber() || !b.isNumber()) return unsupported();
     if (a.kind() == ValueKind::big_integer || b.kind() == ValueKind::big_integer) {
-        if (!a.isFloat() && !b.isFloat()) fail("integer arithmetic beyond 64 bits is not supported by dpgate's template engine");
+        if (!a.isFloat() && !b.isFloat())
+            fail("integer arithmetic beyond 64 bits is not supported by dpgate's template engine");
     }
     const bool ints = isIntLike(a) && isIntLike(b);
     if (ints) {
@@ -476,19 +440,15 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
                 }
                 return Value::integer(result);
             }
-            default:
-                return unsupported();
+            default: return unsupported();
         }
     }
     const double x = floatOf(a);
     const double y = floatOf(b);
     switch (op) {
-        case '+':
-            return Value::floating(x + y);
-        case '-':
-            return Value::floating(x - y);
-        case '*':
-            return Value::floating(x * y);
+        case '+': return Value::floating(x + y);
+        case '-': return Value::floating(x - y);
+        case '*': return Value::floating(x * y);
         case '/':
             if (y == 0.0) fail("float division by zero");
             return Value::floating(x / y);
@@ -498,10 +458,8 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
         case '%':
             if (y == 0.0) fail("float modulo");
             return Value::floating(floatMod(x, y));
-        case 'p':
-            return Value::floating(std::pow(x, y));
-        default:
-            return unsupported();
+        case 'p': return Value::floating(std::pow(x, y));
+        default: return unsupported();
     }
 }
 

@@ -27,155 +27,169 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 double rssMb() {
-  std::ifstream statm("/proc/self/statm");
-  long pages = 0, resident = 0;
-  statm >> pages >> resident;
-  return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
+    std::ifstream statm("/proc/self/statm");
+    long pages = 0, resident = 0;
+    statm >> pages >> resident;
+    return static_cast<double>(resident) * static_cast<double>(sysconf(_SC_PAGESIZE)) / (1 << 20);
 }
 
 std::string padded(std::string body) {
-  body.reserve(body.size() + kScanPaddingBytes);
-  return body;
+    body.reserve(body.size() + kScanPaddingBytes);
+    return body;
 }
 
 template <typename F>
 double bestUs(int runs, F&& f) {
-  double best = 1e18;
-  for (int i = 0; i < runs; ++i) {
-    const auto t0 = Clock::now();
-    f();
-    best = std::min(best, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
-  }
-  return best;
+    double best = 1e18;
+    for (int i = 0; i < runs; ++i) {
+        const auto t0 = Clock::now();
+        f();
+        best = std::min(best, std::chrono::duration<double, std::micro>(Clock::now() - t0).count());
+    }
+    return best;
 }
 
 std::string text(std::mt19937& rng, std::size_t bytes) {
-  static const char* words[] = {"the", "model", "gateway", "tokens", "window", "函数", "données", "request", "42", "\\n", "cache", "😀"};
-  std::string out;
-  while (out.size() < bytes) {
-    out += words[rng() % 12];
-    out += (rng() % 9 == 0) ? ". " : " ";
-  }
-  return out;
+    static const char* words[] = {"the",     "model",   "gateway", "tokens", "window", "函数",
+                                  "données", "request", "42",      "\\n",    "cache",  "😀"};
+    std::string out;
+    while (out.size() < bytes) {
+        out += words[rng() % 12];
+        out += (rng() % 9 == 0) ? ". " : " ";
+    }
+    return out;
 }
 
 std::string conversation(std::mt19937& rng, int turns, std::size_t bytes_per_turn) {
-  std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"system","content":"You are helpful."})";
-  for (int i = 0; i < turns; ++i) {
-    body += R"(,{"role":")";
-    body += (i % 2 == 0) ? "user" : "assistant";
-    body += R"(","content":")" + text(rng, bytes_per_turn) + "\"}";
-  }
-  return body;
+    std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"system","content":"You are helpful."})";
+    for (int i = 0; i < turns; ++i) {
+        body += R"(,{"role":")";
+        body += (i % 2 == 0) ? "user" : "assistant";
+        body += R"(","content":")" + text(rng, bytes_per_turn) + "\"}";
+    }
+    return body;
 }
 
 void row(const char* name, std::size_t bytes, double admit_us, double dom_us, const std::string& note) {
-  std::printf("%-34s %12zu %14.1f %14.1f %8.2fx  %s\n", name, bytes, admit_us, dom_us, dom_us / admit_us, note.c_str());
+    std::printf("%-34s %12zu %14.1f %14.1f %8.2fx  %s\n", name, bytes, admit_us, dom_us, dom_us / admit_us,
+                note.c_str());
 }
 
 std::string describe(const Verdict& v) {
-  if (const auto* a = std::get_if<Admitted>(&v)) {
-    return "admitted " + std::to_string(a->prompt_tokens) + (a->counted ? " tokens (counted)" : " tokens (bound, fast path)");
-  }
-  return "refused: " + std::get<Refused>(v).message.substr(0, 120);
+    if (const auto* a = std::get_if<Admitted>(&v)) {
+        return "admitted " + std::to_string(a->prompt_tokens) +
+               (a->counted ? " tokens (counted)" : " tokens (bound, fast path)");
+    }
+    return "refused: " + std::get<Refused>(v).message.substr(0, 120);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
-  if (argc != 1 && only.empty()) {
-    std::fprintf(stderr, "usage: dpgate-bench-admission [--only small|images|conversation]\n");
-    return 2;
-  }
-  auto run = [&](const char* group) { return only.empty() || only == group; };
-  const auto loaded = Tokenizer::load(DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3");
-  std::string template_error;
-  ChatTemplate::LoadOptions template_options;
-  template_options.tokenizer = DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3";
-  const auto chat_template = ChatTemplate::load(template_options, template_error);
-  if (loaded.tokenizer == nullptr) {
-    std::fprintf(stderr, "%s\n", loaded.error.c_str());
-    return 1;
-  }
-  AdmissionLimits limits;
-  std::mt19937 rng(7);
-  std::printf("%-34s %12s %14s %14s %9s  %s\n", "case", "body bytes", "admit us", "nlohmann us", "ratio", "verdict");
-
-  if (run("small")) {  // The proxy benchmark's body (tests/bench/proxy/bench_post.lua).
-    const std::string head = R"({"model":"ds-v4.1-flash-1017","max_tokens":16,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":")";
-    const std::string same = padded(head + "Say hello to the gateway benchmark in a few words.\"}]}");
-    Admitter admitter(loaded.tokenizer, chat_template);
-    Verdict v;
-    const double us = bestUs(1000, [&] { v = admitter.admit(same, same.capacity(), Endpoint::chat_completions, limits); });
-    const double dom = bestUs(1000, [&] { (void)nlohmann::json::parse(same).size(); });
-    row("small request, same body", same.size(), us, dom, describe(v));
-    // A new user text each time: nothing of it is in the counter's caches.
-    static const char* words[] = {"say", "hello", "to", "the", "gateway", "benchmark", "in", "a", "few", "words", "please", "now"};
-    std::mt19937 words_rng(3);
-    std::vector<std::string> bodies;
-    for (int i = 0; i < 1000; ++i) {
-      std::string user;
-      for (int w = 0; w < 9; ++w) (user += words[words_rng() % 12]) += ' ';
-      bodies.push_back(padded(head + user + std::to_string(i) + "\"}]}"));
+    const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
+    if (argc != 1 && only.empty()) {
+        std::fprintf(stderr, "usage: dpgate-bench-admission [--only small|images|conversation]\n");
+        return 2;
     }
-    std::size_t next = 0;
-    const double unique_us = bestUs(1000, [&] {
-      const std::string& b = bodies[next++];
-      v = admitter.admit(b, b.capacity(), Endpoint::chat_completions, limits);
-    });
-    next = 0;
-    const double unique_dom = bestUs(1000, [&] { (void)nlohmann::json::parse(bodies[next++]).size(); });
-    row("small request, new text each time", bodies[0].size(), unique_us, unique_dom, describe(v));
-  }
-  if (run("small")) {  // 2 KB chat request, warm Admitter.
-    Admitter admitter(loaded.tokenizer, chat_template);
-    const std::string body = padded(conversation(rng, 4, 400) + "]}");
-    Verdict v;
-    const double us = bestUs(2000, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
-    const double dom = bestUs(2000, [&] { (void)nlohmann::json::parse(body).size(); });
-    row("2 KB chat request", body.size(), us, dom, describe(v));
-  }
-  if (run("images")) {  // 128 MB with 640 base64 images.
-    std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":[{"type":"text","text":"What is in these images?"})";
-    const std::size_t image_bytes = (128u << 20) / 640 - 64;
-    std::string b64(image_bytes, 'A');
-    for (std::size_t i = 0; i < b64.size(); i += 7) b64[i] = "QUJDRE+/"[i % 8];
-    for (int i = 0; i < 640; ++i) body += R"(,{"type":"image_url","image_url":{"url":"data:image/png;base64,)" + b64 + "\"}}";
-    body += "]}]}";
-    body = padded(std::move(body));
-    b64.clear();
-    b64.shrink_to_fit();
-    Admitter admitter(loaded.tokenizer, chat_template);
-    const double before = rssMb();
-    Verdict v;
-    const auto t0 = Clock::now();
-    v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits);
-    const double first_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
-    const double extra = rssMb() - before;
-    const double us = std::min(first_us, bestUs(5, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); }));
-    const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });
-    char note[160];
-    std::snprintf(note, sizeof note, "; extra RSS %.1f MB (%.1f%% of body)", extra, 100.0 * extra / (static_cast<double>(body.size()) / (1 << 20)));
-    row("128 MB, 640 images", body.size(), us, dom, describe(v) + note);
-  }
-  if (run("conversation")) {  // 1M-token conversation, cold, then its next turn.
-    std::mt19937 conv_rng(11);
-    std::string body = conversation(conv_rng, 200, 18000);
-    std::string next = body;
-    next += R"(,{"role":"assistant","content":"Sure."},{"role":"user","content":"And then?"})";
-    body = padded(body + "]}");
-    next = padded(next + "]}");
-    AdmissionLimits wide = limits;
-    wide.window_tokens = 1048576;
-    Admitter admitter(loaded.tokenizer, chat_template);
-    Verdict v;
-    const double cold = bestUs(1, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, wide); });
-    const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });
-    row("1M-token text, cold", body.size(), cold, dom, describe(v));
-    const double warm = bestUs(5, [&] { v = admitter.admit(next, next.capacity(), Endpoint::chat_completions, wide); });
-    const double dom2 = bestUs(1, [&] { (void)nlohmann::json::parse(next).size(); });
-    row("1M-token text, next turn", next.size(), warm, dom2, describe(v));
-  }
-  return 0;
+    auto run = [&](const char* group) { return only.empty() || only == group; };
+    const auto loaded = Tokenizer::load(DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3");
+    std::string template_error;
+    ChatTemplate::LoadOptions template_options;
+    template_options.tokenizer = DPGATE_SOURCE_DIR "/local/tokenizer/deepseek-v3";
+    const auto chat_template = ChatTemplate::load(template_options, template_error);
+    if (loaded.tokenizer == nullptr) {
+        std::fprintf(stderr, "%s\n", loaded.error.c_str());
+        return 1;
+    }
+    AdmissionLimits limits;
+    std::mt19937 rng(7);
+    std::printf("%-34s %12s %14s %14s %9s  %s\n", "case", "body bytes", "admit us", "nlohmann us", "ratio", "verdict");
+
+    if (run("small")) {  // The proxy benchmark's body (tests/bench/proxy/bench_post.lua).
+        const std::string head =
+            R"({"model":"ds-v4.1-flash-1017","max_tokens":16,"messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":")";
+        const std::string same = padded(head + "Say hello to the gateway benchmark in a few words.\"}]}");
+        Admitter admitter(loaded.tokenizer, chat_template);
+        Verdict v;
+        const double us =
+            bestUs(1000, [&] { v = admitter.admit(same, same.capacity(), Endpoint::chat_completions, limits); });
+        const double dom = bestUs(1000, [&] { (void)nlohmann::json::parse(same).size(); });
+        row("small request, same body", same.size(), us, dom, describe(v));
+        // A new user text each time: nothing of it is in the counter's caches.
+        static const char* words[] = {"say", "hello", "to",  "the",   "gateway", "benchmark",
+                                      "in",  "a",     "few", "words", "please",  "now"};
+        std::mt19937 words_rng(3);
+        std::vector<std::string> bodies;
+        for (int i = 0; i < 1000; ++i) {
+            std::string user;
+            for (int w = 0; w < 9; ++w) (user += words[words_rng() % 12]) += ' ';
+            bodies.push_back(padded(head + user + std::to_string(i) + "\"}]}"));
+        }
+        std::size_t next = 0;
+        const double unique_us = bestUs(1000, [&] {
+            const std::string& b = bodies[next++];
+            v = admitter.admit(b, b.capacity(), Endpoint::chat_completions, limits);
+        });
+        next = 0;
+        const double unique_dom = bestUs(1000, [&] { (void)nlohmann::json::parse(bodies[next++]).size(); });
+        row("small request, new text each time", bodies[0].size(), unique_us, unique_dom, describe(v));
+    }
+    if (run("small")) {  // 2 KB chat request, warm Admitter.
+        Admitter admitter(loaded.tokenizer, chat_template);
+        const std::string body = padded(conversation(rng, 4, 400) + "]}");
+        Verdict v;
+        const double us =
+            bestUs(2000, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
+        const double dom = bestUs(2000, [&] { (void)nlohmann::json::parse(body).size(); });
+        row("2 KB chat request", body.size(), us, dom, describe(v));
+    }
+    if (run("images")) {  // 128 MB with 640 base64 images.
+        std::string body =
+            R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":[{"type":"text","text":"What is in these images?"})";
+        const std::size_t image_bytes = (128u << 20) / 640 - 64;
+        std::string b64(image_bytes, 'A');
+        for (std::size_t i = 0; i < b64.size(); i += 7) b64[i] = "QUJDRE+/"[i % 8];
+        for (int i = 0; i < 640; ++i)
+            body += R"(,{"type":"image_url","image_url":{"url":"data:image/png;base64,)" + b64 + "\"}}";
+        body += "]}]}";
+        body = padded(std::move(body));
+        b64.clear();
+        b64.shrink_to_fit();
+        Admitter admitter(loaded.tokenizer, chat_template);
+        const double before = rssMb();
+        Verdict v;
+        const auto t0 = Clock::now();
+        v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits);
+        const double first_us = std::chrono::duration<double, std::micro>(Clock::now() - t0).count();
+        const double extra = rssMb() - before;
+        const double us =
+            std::min(first_us,
+                     bestUs(5, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); }));
+        const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });
+        char note[160];
+        std::snprintf(note, sizeof note, "; extra RSS %.1f MB (%.1f%% of body)", extra,
+                      100.0 * extra / (static_cast<double>(body.size()) / (1 << 20)));
+        row("128 MB, 640 images", body.size(), us, dom, describe(v) + note);
+    }
+    if (run("conversation")) {  // 1M-token conversation, cold, then its next turn.
+        std::mt19937 conv_rng(11);
+        std::string body = conversation(conv_rng, 200, 18000);
+        std::string next = body;
+        next += R"(,{"role":"assistant","content":"Sure."},{"role":"user","content":"And then?"})";
+        body = padded(body + "]}");
+        next = padded(next + "]}");
+        AdmissionLimits wide = limits;
+        wide.window_tokens = 1048576;
+        Admitter admitter(loaded.tokenizer, chat_template);
+        Verdict v;
+        const double cold =
+            bestUs(1, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, wide); });
+        const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });
+        row("1M-token text, cold", body.size(), cold, dom, describe(v));
+        const double warm =
+            bestUs(5, [&] { v = admitter.admit(next, next.capacity(), Endpoint::chat_completions, wide); });
+        const double dom2 = bestUs(1, [&] { (void)nlohmann::json::parse(next).size(); });
+        row("1M-token text, next turn", next.size(), warm, dom2, describe(v));
+    }
+    return 0;
 }

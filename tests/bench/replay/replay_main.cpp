@@ -43,11 +43,11 @@ struct Options {
     // --balance-factor, --slack-requests, --slack-tokens, --work-factor, --work-slack
     routing::SlotChooserOptions chooser;
     size_t shared_prefix_blocks = 0;
-    bool estimate = true;  // dpgate: loads in tokens not expected in cache (routing::CacheEstimate)
+    bool estimate = true;        // dpgate: loads in tokens not expected in cache (routing::CacheEstimate)
     double work_window_s = 300;  // dpgate: routing.work_window_s
     size_t replicas = 1;
-    std::string text_salt;              // varies the message bytes, to see how much a result owes to hash luck
-    std::string per_request_path;       // --per-request FILE: one CSV row per request (compare_runs.py reads two)
+    std::string text_salt;         // varies the message bytes, to see how much a result owes to hash luck
+    std::string per_request_path;  // --per-request FILE: one CSV row per request (compare_runs.py reads two)
     // dpgate --work-poll-s P: the work meter is fed from what every slot
     // computed (the backends' prefix-cache counters, which all replicas read
     // alike), polled every P seconds, instead of from this gateway's own
@@ -251,8 +251,7 @@ public:
         }
         now_s_ = request.timestamp_ms / speedup_ / 1000.0;
         work_.values(slot_indexes_, now_s_, work_now_);
-        routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_,
-                                    last_slot};
+        routing::RouteRequest route{key, state.queued_tokens, uncached_, request.input_tokens, work_now_, last_slot};
         size_t chosen = chooser_.choose(route);
         if (!polled_work_) {
             charged_ = uncached_[chosen];
@@ -452,8 +451,7 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
         for (const auto& [name, value] : more.items())
             if (value.is_number_integer() && extra[name].is_number_integer())
                 extra[name] = extra[name].get<int64_t>() + value.get<int64_t>();
-            else if (value.is_number())
-                extra[name] = extra[name].get<double>() + value.get<double>();
+            else if (value.is_number()) extra[name] = extra[name].get<double>() + value.get<double>();
     }
     out.update(extra);
     if (std::getenv("DPGATE_REPLAY_DEBUG")) out["work_tokens"] = work_tokens;
@@ -461,14 +459,15 @@ nlohmann::json run(const Options& o, const std::vector<TraceRequest>& trace) {
 }
 
 int usage() {
-    std::fprintf(stderr,
-                 "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
-                 "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
-                 "[--slack-requests S] [--slack-tokens T]\n"
-                 "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--work-poll-s P]\n"
-                 "                     [--replicas R] [--shared-prefix-blocks K] [--text-salt S] [--per-request FILE.csv]\n"
-                 "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
-                 "policies: round-robin least-loaded first-block-hash cache-aware cache-aware-blocks dpgate\n");
+    std::fprintf(
+        stderr,
+        "usage: dpgate-replay --trace FILE [--slots 16] [--cache-blocks N] [--policy P]\n"
+        "                     [--speedup X | --time-scale X] [--prefill-tokens-per-s R] [--balance-factor F] "
+        "[--slack-requests S] [--slack-tokens T]\n"
+        "                     [--work-factor F] [--work-slack T] [--work-window-s W] [--work-poll-s P]\n"
+        "                     [--replicas R] [--shared-prefix-blocks K] [--text-salt S] [--per-request FILE.csv]\n"
+        "                     [--estimate 0|1]  (dpgate: 0 = every slot costs the whole prompt)\n"
+        "policies: round-robin least-loaded first-block-hash cache-aware cache-aware-blocks dpgate\n");
     return 2;
 }
 
@@ -483,44 +482,25 @@ int main(int argc, char** argv) {
             std::string arg = argv[i];
             if (i + 1 >= argc) return usage();
             std::string value = argv[++i];
-            if (arg == "--trace")
-                o.trace_path = value;
-            else if (arg == "--policy")
-                o.policy = value;
-            else if (arg == "--slots")
-                o.slots = std::stoul(value);
-            else if (arg == "--cache-blocks")
-                o.cache_blocks = std::stoul(value);
-            else if (arg == "--speedup" || arg == "--time-scale")
-                o.speedup = std::stod(value);
-            else if (arg == "--prefill-tokens-per-s")
-                o.prefill_tokens_per_s = std::stod(value);
-            else if (arg == "--balance-factor")
-                o.chooser.balance_factor = std::stod(value);
-            else if (arg == "--slack-requests")
-                o.chooser.slack_requests = std::stod(value);
-            else if (arg == "--shared-prefix-blocks")
-                o.shared_prefix_blocks = std::stoul(value);
-            else if (arg == "--slack-tokens")
-                o.chooser.slack_tokens = std::stod(value);
-            else if (arg == "--estimate")
-                o.estimate = value != "0";
-            else if (arg == "--text-salt")
-                o.text_salt = value;
-            else if (arg == "--work-factor")
-                o.chooser.work_factor = std::stod(value);
-            else if (arg == "--work-slack")
-                o.chooser.work_slack_tokens = std::stod(value);
-            else if (arg == "--work-window-s")
-                o.work_window_s = std::stod(value);
-            else if (arg == "--replicas")
-                o.replicas = std::stoul(value);
-            else if (arg == "--work-poll-s")
-                o.work_poll_s = std::stod(value);
-            else if (arg == "--per-request")
-                o.per_request_path = value;
-            else
-                return usage();
+            if (arg == "--trace") o.trace_path = value;
+            else if (arg == "--policy") o.policy = value;
+            else if (arg == "--slots") o.slots = std::stoul(value);
+            else if (arg == "--cache-blocks") o.cache_blocks = std::stoul(value);
+            else if (arg == "--speedup" || arg == "--time-scale") o.speedup = std::stod(value);
+            else if (arg == "--prefill-tokens-per-s") o.prefill_tokens_per_s = std::stod(value);
+            else if (arg == "--balance-factor") o.chooser.balance_factor = std::stod(value);
+            else if (arg == "--slack-requests") o.chooser.slack_requests = std::stod(value);
+            else if (arg == "--shared-prefix-blocks") o.shared_prefix_blocks = std::stoul(value);
+            else if (arg == "--slack-tokens") o.chooser.slack_tokens = std::stod(value);
+            else if (arg == "--estimate") o.estimate = value != "0";
+            else if (arg == "--text-salt") o.text_salt = value;
+            else if (arg == "--work-factor") o.chooser.work_factor = std::stod(value);
+            else if (arg == "--work-slack") o.chooser.work_slack_tokens = std::stod(value);
+            else if (arg == "--work-window-s") o.work_window_s = std::stod(value);
+            else if (arg == "--replicas") o.replicas = std::stoul(value);
+            else if (arg == "--work-poll-s") o.work_poll_s = std::stod(value);
+            else if (arg == "--per-request") o.per_request_path = value;
+            else return usage();
         }
         if (o.trace_path.empty() || o.slots == 0 || o.speedup <= 0 || o.replicas == 0 || o.prefill_tokens_per_s <= 0)
             return usage();

@@ -53,9 +53,7 @@ bool isUsageOnly(const Json& doc) {
     return choices != doc.end() && choices->is_array() && choices->empty() && usageOf(doc).has_value();
 }
 
-bool isSpace(char c) {
-    return c == ' ' || c == '\t' || c == '\n' || c == '\r';
-}
+bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
 // Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
 // not parsed: only a `"usage"` key whose value starts with '{' can matter.
@@ -243,18 +241,12 @@ private:
 
     bool value(int depth) {
         switch (peek()) {
-            case '{':
-                return object(depth + 1, [&](std::string_view) { return value(depth + 1); });
-            case '[':
-                return array(depth + 1);
-            case '"':
-                return string(nullptr);
-            case 't':
-                return literal("true");
-            case 'f':
-                return literal("false");
-            case 'n':
-                return literal("null");
+            case '{': return object(depth + 1, [&](std::string_view) { return value(depth + 1); });
+            case '[': return array(depth + 1);
+            case '"': return string(nullptr);
+            case 't': return literal("true");
+            case 'f': return literal("false");
+            case 'n': return literal("null");
             default: {
                 bool integral = false;
                 return number(integral);
@@ -382,10 +374,8 @@ std::string sseEventData(std::string_view event) {
         // Skip the terminator: CRLF counts as one.
         pos = end;
         if (pos < event.size() && event[pos] == '\r') ++pos;
-        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n')
-            ++pos;
-        else if (end < event.size() && event[end] == '\n')
-            ++pos;
+        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n') ++pos;
+        else if (end < event.size() && event[end] == '\n') ++pos;
 
         if (!line.starts_with("data")) continue;
         std::string_view value;
@@ -429,13 +419,9 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
     return false;
 }
 
-void SseUsageParser::observe(std::string_view bytes) {
-    feed(bytes, nullptr);
-}
+void SseUsageParser::observe(std::string_view bytes) { feed(bytes, nullptr); }
 
-void SseUsageParser::filter(std::string_view bytes, std::string& forward) {
-    feed(bytes, &forward);
-}
+void SseUsageParser::filter(std::string_view bytes, std::string& forward) { feed(bytes, &forward); }
 
 void SseUsageParser::feed(std::string_view bytes, std::string* forward) {
     const bool filtering = forward != nullptr;

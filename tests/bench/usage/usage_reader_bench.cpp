@@ -104,9 +104,7 @@ void row(const char* name, int rounds, Legacy legacy, Simdjson simdjson) {
     std::printf("%-46s %12.0f %12.0f %8.2fx\n", name, l, n, l / n);
 }
 
-void consume(const std::optional<Usage>& usage) {
-    g_sink = g_sink + (usage ? usage->prompt_tokens : 1);
-}
+void consume(const std::optional<Usage>& usage) { g_sink = g_sink + (usage ? usage->prompt_tokens : 1); }
 
 template <typename Parser>
 std::string filterStream(const std::vector<std::string>& events, std::optional<Usage>& usage) {

@@ -29,9 +29,9 @@ void checkTable(const BackendRankTable& table, std::string_view input) {
     for (const BackendRankRow& row : table.rows) {
         if (row.rank <= previous_rank || row.rank > dpgate::metrics::kMaxBackendRank) __builtin_trap();
         previous_rank = row.rank;
-        for (const auto* v : {&row.running, &row.waiting, &row.kv_cache_usage, &row.prefix_cache_queries,
-                              &row.prefix_cache_hits, &row.prefix_cache_hit_ratio, &row.prompt_tokens,
-                              &row.generation_tokens, &row.preemptions}) {
+        for (const auto* v :
+             {&row.running, &row.waiting, &row.kv_cache_usage, &row.prefix_cache_queries, &row.prefix_cache_hits,
+              &row.prefix_cache_hit_ratio, &row.prompt_tokens, &row.generation_tokens, &row.preemptions}) {
             checkValue(*v);
         }
         if (row.prefix_cache_hit_ratio && *row.prefix_cache_hit_ratio > 1) __builtin_trap();

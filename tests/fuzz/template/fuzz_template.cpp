@@ -27,7 +27,8 @@ using namespace dpgate::admission;
 
 std::filesystem::path tokenizerDir() {
     const char* dir = std::getenv("DPGATE_TOKENIZER_DIR");
-    return dir != nullptr ? std::filesystem::path(dir) : std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
+    return dir != nullptr ? std::filesystem::path(dir)
+                          : std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
 }
 
 struct Admitters {
@@ -86,11 +87,14 @@ void renderTemplate(std::string_view source, std::string_view context_json) {
     jinja::Renderer renderer(*tpl, arena, limits);
     jinja::Value base;
     if (jinja::pyJsonLoads(kConversation, arena, base)) std::abort();
-    for (std::size_t i = 0; i < base.asDict().size; ++i) renderer.setVariable(base.asDict().keys[i].text(), base.asDict().values[i]);
+    for (std::size_t i = 0; i < base.asDict().size; ++i)
+        renderer.setVariable(base.asDict().keys[i].text(), base.asDict().values[i]);
     jinja::Value extra;
-    if (findInvalidUtf8(context_json) == kValidUtf8 && !jinja::pyJsonLoads(context_json, arena, extra) && extra.isDict()) {
+    if (findInvalidUtf8(context_json) == kValidUtf8 && !jinja::pyJsonLoads(context_json, arena, extra) &&
+        extra.isDict()) {
         for (std::size_t i = 0; i < extra.asDict().size; ++i) {
-            if (extra.asDict().keys[i].isString()) renderer.setVariable(extra.asDict().keys[i].text(), extra.asDict().values[i]);
+            if (extra.asDict().keys[i].isString())
+                renderer.setVariable(extra.asDict().keys[i].text(), extra.asDict().values[i]);
         }
     }
     std::string out = "kept";

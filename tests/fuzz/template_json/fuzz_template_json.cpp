@@ -24,17 +24,10 @@ JsonDumpOptions optionsFrom(std::uint8_t flags) {
     JsonDumpOptions options;
     options.ensure_ascii = (flags & 1) != 0;
     switch ((flags >> 1) & 3) {
-        case 1:
-            options.indent = "";
-            break;
-        case 2:
-            options.indent = "  ";
-            break;
-        case 3:
-            options.indent = "\t";
-            break;
-        default:
-            break;
+        case 1: options.indent = ""; break;
+        case 2: options.indent = "  "; break;
+        case 3: options.indent = "\t"; break;
+        default: break;
     }
     options.sort_keys = (flags & 8) != 0;
     if ((flags & 16) != 0) {
@@ -47,10 +40,8 @@ JsonDumpOptions optionsFrom(std::uint8_t flags) {
 bool sameNumber(const Value& a, const Value& b) {
     if (a.kind() != b.kind()) return false;
     switch (a.kind()) {
-        case ValueKind::integer:
-            return a.asInt() == b.asInt();
-        case ValueKind::big_integer:
-            return a.text() == b.text();
+        case ValueKind::integer: return a.asInt() == b.asInt();
+        case ValueKind::big_integer: return a.text() == b.text();
         case ValueKind::floating: {
             std::uint64_t x = 0;
             std::uint64_t y = 0;
@@ -60,8 +51,7 @@ bool sameNumber(const Value& a, const Value& b) {
             std::memcpy(&y, &fb, sizeof y);
             return x == y;
         }
-        default:
-            return false;
+        default: return false;
     }
 }
 

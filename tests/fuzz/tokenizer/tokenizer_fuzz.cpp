@@ -17,32 +17,34 @@ namespace {
 using namespace dpgate::admission;
 
 std::shared_ptr<const Tokenizer> loadOnce() {
-  std::filesystem::path dir = std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
-  if (const char* env = std::getenv("DPGATE_TOKENIZER_DIR")) dir = env;
-  TokenizerLoad loaded = Tokenizer::load(dir);
-  if (!loaded.tokenizer) {
-    std::fprintf(stderr, "%s\n", loaded.error.c_str());
-    std::abort();
-  }
-  return loaded.tokenizer;
+    std::filesystem::path dir = std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
+    if (const char* env = std::getenv("DPGATE_TOKENIZER_DIR")) dir = env;
+    TokenizerLoad loaded = Tokenizer::load(dir);
+    if (!loaded.tokenizer) {
+        std::fprintf(stderr, "%s\n", loaded.error.c_str());
+        std::abort();
+    }
+    return loaded.tokenizer;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const auto tokenizer = loadOnce();
-  static TokenCounter warm(tokenizer);
-  const std::string_view text(reinterpret_cast<const char*>(data), size);
+    static const auto tokenizer = loadOnce();
+    static TokenCounter warm(tokenizer);
+    const std::string_view text(reinterpret_cast<const char*>(data), size);
 
-  TokenCounter cold(tokenizer, TokenCounterLimits{.word_cache_entries = 4, .segment_cache_entries = 2, .min_cached_segment_bytes = 1});
-  const TokenCount a = warm.count(text);
-  const TokenCount b = cold.count(text);
-  std::vector<std::uint32_t> ids;
-  const auto encode_error = warm.encode(text, ids);
-  const bool valid = findInvalidUtf8(text) == kValidUtf8;
-  if (a.ok != valid || b.ok != valid || encode_error.has_value() == valid) std::abort();
-  if (valid && (a.tokens != ids.size() || b.tokens != ids.size())) std::abort();
-  if (valid && !text.empty() && ids.empty()) std::abort();
+    TokenCounter cold(
+        tokenizer,
+        TokenCounterLimits{.word_cache_entries = 4, .segment_cache_entries = 2, .min_cached_segment_bytes = 1});
+    const TokenCount a = warm.count(text);
+    const TokenCount b = cold.count(text);
+    std::vector<std::uint32_t> ids;
+    const auto encode_error = warm.encode(text, ids);
+    const bool valid = findInvalidUtf8(text) == kValidUtf8;
+    if (a.ok != valid || b.ok != valid || encode_error.has_value() == valid) std::abort();
+    if (valid && (a.tokens != ids.size() || b.tokens != ids.size())) std::abort();
+    if (valid && !text.empty() && ids.empty()) std::abort();
 
-  return 0;
+    return 0;
 }

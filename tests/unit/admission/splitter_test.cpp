@@ -7,47 +7,45 @@ namespace dpgate::admission {
 namespace {
 
 std::vector<std::string> split(std::string_view text) {
-  std::vector<std::uint32_t> ends;
-  splitDeepSeekV3(text, ends);
-  std::vector<std::string> pieces;
-  std::uint32_t start = 0;
-  for (const std::uint32_t end : ends) {
-    pieces.emplace_back(text.substr(start, end - start));
-    start = end;
-  }
-  return pieces;
+    std::vector<std::uint32_t> ends;
+    splitDeepSeekV3(text, ends);
+    std::vector<std::string> pieces;
+    std::uint32_t start = 0;
+    for (const std::uint32_t end : ends) {
+        pieces.emplace_back(text.substr(start, end - start));
+        start = end;
+    }
+    return pieces;
 }
 
 using Pieces = std::vector<std::string>;
 
 TEST(DeepSeekV3Splitter, NumbersGoInThrees) {
-  EXPECT_EQ(split("1234567"), (Pieces{"123", "456", "7"}));
-  EXPECT_EQ(split("ab12cd"), (Pieces{"ab", "12", "cd"}));
-  EXPECT_EQ(split("١٢٣٤"), (Pieces{"١٢٣", "٤"}));  // Arabic-Indic digits are \p{N}
+    EXPECT_EQ(split("1234567"), (Pieces{"123", "456", "7"}));
+    EXPECT_EQ(split("ab12cd"), (Pieces{"ab", "12", "cd"}));
+    EXPECT_EQ(split("١٢٣٤"), (Pieces{"١٢٣", "٤"}));  // Arabic-Indic digits are \p{N}
 }
 
 TEST(DeepSeekV3Splitter, CjkRunsAreIsolatedBeforeWords) {
-  EXPECT_EQ(split(" 你好世界"), (Pieces{" ", "你好世界"}));
-  EXPECT_EQ(split("abc日本"), (Pieces{"abc", "日本"}));
+    EXPECT_EQ(split(" 你好世界"), (Pieces{" ", "你好世界"}));
+    EXPECT_EQ(split("abc日本"), (Pieces{"abc", "日本"}));
 }
 
 TEST(DeepSeekV3Splitter, WordAlternatives) {
-  EXPECT_EQ(split("Hello world"), (Pieces{"Hello", " world"}));
-  EXPECT_EQ(split(".NET x"), (Pieces{".NET", " x"}));         // punct + ASCII letters
-  EXPECT_EQ(split("a, b!!\n\nc"), (Pieces{"a", ",", " b", "!!\n\n", "c"}));
-  EXPECT_EQ(split("e\u0301x"), (Pieces{"e\u0301x"}));          // marks join letters
+    EXPECT_EQ(split("Hello world"), (Pieces{"Hello", " world"}));
+    EXPECT_EQ(split(".NET x"), (Pieces{".NET", " x"}));  // punct + ASCII letters
+    EXPECT_EQ(split("a, b!!\n\nc"), (Pieces{"a", ",", " b", "!!\n\n", "c"}));
+    EXPECT_EQ(split("e\u0301x"), (Pieces{"e\u0301x"}));  // marks join letters
 }
 
 TEST(DeepSeekV3Splitter, WhitespaceRuns) {
-  EXPECT_EQ(split("a   b"), (Pieces{"a", "  ", " b"}));        // \s+(?!\S) leaves one space
-  EXPECT_EQ(split("a   "), (Pieces{"a", "   "}));              // run ending the piece
-  EXPECT_EQ(split("a \n \n  b"), (Pieces{"a", " \n \n", " ", " b"}));  // \s*[\r\n]+, then as above
-  EXPECT_EQ(split("a\tb"), (Pieces{"a", "\tb"}));
+    EXPECT_EQ(split("a   b"), (Pieces{"a", "  ", " b"}));                // \s+(?!\S) leaves one space
+    EXPECT_EQ(split("a   "), (Pieces{"a", "   "}));                      // run ending the piece
+    EXPECT_EQ(split("a \n \n  b"), (Pieces{"a", " \n \n", " ", " b"}));  // \s*[\r\n]+, then as above
+    EXPECT_EQ(split("a\tb"), (Pieces{"a", "\tb"}));
 }
 
-TEST(DeepSeekV3Splitter, UnmatchedCharactersFormGaps) {
-  EXPECT_EQ(split("\x01\x02!"), (Pieces{"\x01\x02", "!"}));
-}
+TEST(DeepSeekV3Splitter, UnmatchedCharactersFormGaps) { EXPECT_EQ(split("\x01\x02!"), (Pieces{"\x01\x02", "!"})); }
 
 }  // namespace
 }  // namespace dpgate::admission

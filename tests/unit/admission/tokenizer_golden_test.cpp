@@ -12,58 +12,61 @@ namespace dpgate::admission {
 namespace {
 
 struct GoldenString {
-  std::string text;
-  std::vector<std::uint32_t> ids;
+    std::string text;
+    std::vector<std::uint32_t> ids;
 };
 
 std::vector<GoldenString> loadGoldenStrings() {
-  std::vector<GoldenString> out;
-  std::ifstream in(test::goldenDir() / "tokenizer_strings.jsonl");
-  std::string line;
-  while (std::getline(in, line)) {
-    const auto j = nlohmann::json::parse(line);
-    out.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<std::uint32_t>>()});
-  }
-  return out;
+    std::vector<GoldenString> out;
+    std::ifstream in(test::goldenDir() / "tokenizer_strings.jsonl");
+    std::string line;
+    while (std::getline(in, line)) {
+        const auto j = nlohmann::json::parse(line);
+        out.push_back({j.at("text").get<std::string>(), j.at("ids").get<std::vector<std::uint32_t>>()});
+    }
+    return out;
 }
 
 TEST(TokenizerGolden, IdsMatchReferenceForEveryString) {
-  const auto tokenizer = test::referenceTokenizer();
-  ASSERT_NE(tokenizer, nullptr);
-  const auto golden = loadGoldenStrings();
-  ASSERT_GE(golden.size(), 20000u);
-  TokenCounter counter(tokenizer);
-  std::size_t mismatches = 0;
-  for (std::size_t i = 0; i < golden.size(); ++i) {
-    std::vector<std::uint32_t> ids;
-    ASSERT_FALSE(counter.encode(golden[i].text, ids).has_value());
-    if (ids != golden[i].ids) {
-      if (++mismatches <= 10) {
-        ADD_FAILURE() << "string " << i << " \"" << test::escaped(golden[i].text) << "\": got " << ids.size()
-                      << " ids, reference " << golden[i].ids.size() << "\n got: " << ::testing::PrintToString(ids)
-                      << "\n ref: " << ::testing::PrintToString(golden[i].ids);
-      }
+    const auto tokenizer = test::referenceTokenizer();
+    ASSERT_NE(tokenizer, nullptr);
+    const auto golden = loadGoldenStrings();
+    ASSERT_GE(golden.size(), 20000u);
+    TokenCounter counter(tokenizer);
+    std::size_t mismatches = 0;
+    for (std::size_t i = 0; i < golden.size(); ++i) {
+        std::vector<std::uint32_t> ids;
+        ASSERT_FALSE(counter.encode(golden[i].text, ids).has_value());
+        if (ids != golden[i].ids) {
+            if (++mismatches <= 10) {
+                ADD_FAILURE() << "string " << i << " \"" << test::escaped(golden[i].text) << "\": got " << ids.size()
+                              << " ids, reference " << golden[i].ids.size()
+                              << "\n got: " << ::testing::PrintToString(ids)
+                              << "\n ref: " << ::testing::PrintToString(golden[i].ids);
+            }
+        }
     }
-  }
-  EXPECT_EQ(mismatches, 0u) << "of " << golden.size();
+    EXPECT_EQ(mismatches, 0u) << "of " << golden.size();
 }
 
 TEST(TokenizerGolden, CountEqualsIdsWithWarmAndColdCaches) {
-  const auto tokenizer = test::referenceTokenizer();
-  ASSERT_NE(tokenizer, nullptr);
-  const auto golden = loadGoldenStrings();
-  // A tiny word cache forces constant eviction; the default one stays warm.
-  TokenCounter small(tokenizer, TokenCounterLimits{.word_cache_entries = 8, .segment_cache_entries = 4, .min_cached_segment_bytes = 1});
-  TokenCounter warm(tokenizer);
-  for (int pass = 0; pass < 2; ++pass) {
-    for (std::size_t i = 0; i < golden.size(); ++i) {
-      const TokenCount a = small.count(golden[i].text);
-      const TokenCount b = warm.count(golden[i].text);
-      ASSERT_TRUE(a.ok && b.ok);
-      ASSERT_EQ(a.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
-      ASSERT_EQ(b.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
+    const auto tokenizer = test::referenceTokenizer();
+    ASSERT_NE(tokenizer, nullptr);
+    const auto golden = loadGoldenStrings();
+    // A tiny word cache forces constant eviction; the default one stays warm.
+    TokenCounter small(
+        tokenizer,
+        TokenCounterLimits{.word_cache_entries = 8, .segment_cache_entries = 4, .min_cached_segment_bytes = 1});
+    TokenCounter warm(tokenizer);
+    for (int pass = 0; pass < 2; ++pass) {
+        for (std::size_t i = 0; i < golden.size(); ++i) {
+            const TokenCount a = small.count(golden[i].text);
+            const TokenCount b = warm.count(golden[i].text);
+            ASSERT_TRUE(a.ok && b.ok);
+            ASSERT_EQ(a.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
+            ASSERT_EQ(b.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
+        }
     }
-  }
 }
 
 }  // namespace

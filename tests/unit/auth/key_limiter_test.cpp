@@ -80,7 +80,7 @@ TEST(KeyLimiter, RetryAfterIsTheTimeUntilTheNextRequestRoundedUp) {
     EXPECT_EQ(limiter.tryAcquire("k", 0).retry_after_seconds, 30u);
     EXPECT_EQ(limiter.tryAcquire("k", 10'000).retry_after_seconds, 20u);
     EXPECT_EQ(limiter.tryAcquire("k", 29'001).retry_after_seconds, 1u);  // 999 ms -> 1 s
-    EXPECT_EQ(limiter.tryAcquire("k", 5'000).retry_after_seconds, 1u);  // clock stepped back: no refill, no loss
+    EXPECT_EQ(limiter.tryAcquire("k", 5'000).retry_after_seconds, 1u);   // clock stepped back: no refill, no loss
     EXPECT_TRUE(limiter.tryAcquire("k", 30'000).allowed);
 }
 

@@ -42,8 +42,10 @@ TEST(BearerToken, RefusesEverythingElse) {
 TEST(KeyStore, RightKeyGivesItsNameAndLimits) {
     const KeyStore store(twoKeys(), conf::AdminConfig{});
     EXPECT_EQ(store.keyCount(), 2u);
-    EXPECT_EQ(store.authenticate("Bearer sk-alice"), (KeyInfo{"alice", conf::sha256Hex("sk-alice").substr(0, 12), false, 0, 0}));
-    EXPECT_EQ(store.authenticate("bearer sk-ci"), (KeyInfo{"ci-bot", conf::sha256Hex("sk-ci").substr(0, 12), true, 4, 60}));
+    EXPECT_EQ(store.authenticate("Bearer sk-alice"),
+              (KeyInfo{"alice", conf::sha256Hex("sk-alice").substr(0, 12), false, 0, 0}));
+    EXPECT_EQ(store.authenticate("bearer sk-ci"),
+              (KeyInfo{"ci-bot", conf::sha256Hex("sk-ci").substr(0, 12), true, 4, 60}));
 }
 
 TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {

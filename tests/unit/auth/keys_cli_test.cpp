@@ -1,10 +1,10 @@
 #include "gateway/auth/keys_cli.hpp"
 
 #include "conf/config.hpp"
-#include "gateway/auth/key_store.hpp"
 #include "conf/keys_file.hpp"
 #include "conf/sha256_hex.hpp"
 #include "conf_test_util.hpp"
+#include "gateway/auth/key_store.hpp"
 
 #include <gtest/gtest.h>
 
@@ -90,13 +90,18 @@ TEST(KeysCli, AddCreatesA0600FileThatLoadsAndAuthenticates) {
 TEST(KeysCli, AddWithFlagsAppendsAfterExistingEntries) {
     TempDir dir;
     // An existing file in both forms, without a final newline.
-    const std::string file = dir.write("keys.yaml", "# team keys\n"
-                                                    "old: " + std::string(64, 'a') + "\n"
-                                                    "ci:\n"
-                                                    "  sha256: " + std::string(64, 'b') + "\n"
-                                                    "  trusted: true");
-    const std::string key =
-        keyOf(keys({"add", "bot@team", "--file=" + file, "--trusted", "--max-concurrent", "4", "--requests-per-min=60"}));
+    const std::string file = dir.write("keys.yaml",
+                                       "# team keys\n"
+                                       "old: " +
+                                           std::string(64, 'a') +
+                                           "\n"
+                                           "ci:\n"
+                                           "  sha256: " +
+                                           std::string(64, 'b') +
+                                           "\n"
+                                           "  trusted: true");
+    const std::string key = keyOf(
+        keys({"add", "bot@team", "--file=" + file, "--trusted", "--max-concurrent", "4", "--requests-per-min=60"}));
     const std::vector<conf::AuthKey> loaded = conf::loadKeysFile(file);
     ASSERT_EQ(loaded.size(), 3u);
     EXPECT_EQ(loaded[0].name, "old");
@@ -164,22 +169,32 @@ TEST(KeysCli, ListPrintsNamesAndFlagsNeverHashes) {
 TEST(KeysCli, RemoveTakesOutOneEntryAndKeepsTheRest) {
     TempDir dir;
     const std::string hash_a(64, 'a'), hash_b(64, 'b'), hash_c(64, 'c');
-    const std::string file = dir.write("keys.yaml", "# team keys\n"
-                                                    "alice: " + hash_a + "\n"
-                                                    "ci:\n"
-                                                    "  # the build farm\n"
-                                                    "  sha256: " + hash_b + "\n"
-                                                    "  trusted: true\n"
-                                                    "\n"
-                                                    "\"@carol\": {sha256: " + hash_c + "}\n");
+    const std::string file = dir.write("keys.yaml",
+                                       "# team keys\n"
+                                       "alice: " +
+                                           hash_a +
+                                           "\n"
+                                           "ci:\n"
+                                           "  # the build farm\n"
+                                           "  sha256: " +
+                                           hash_b +
+                                           "\n"
+                                           "  trusted: true\n"
+                                           "\n"
+                                           "\"@carol\": {sha256: " +
+                                           hash_c + "}\n");
     ASSERT_EQ(::chmod(file.c_str(), 0640), 0);
 
     CliRun run = keys({"remove", "ci", "--file", file});
     EXPECT_EQ(run.exit_code, 0) << run.err;
-    EXPECT_EQ(readFile(file), "# team keys\n"
-                              "alice: " + hash_a + "\n"
-                              "\n"
-                              "\"@carol\": {sha256: " + hash_c + "}\n");
+    EXPECT_EQ(readFile(file),
+              "# team keys\n"
+              "alice: " +
+                  hash_a +
+                  "\n"
+                  "\n"
+                  "\"@carol\": {sha256: " +
+                  hash_c + "}\n");
     struct stat info {};
     ASSERT_EQ(::stat(file.c_str(), &info), 0);
     EXPECT_EQ(info.st_mode & 0777, 0640u);  // permissions survive the rewrite

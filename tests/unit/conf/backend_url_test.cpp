@@ -20,24 +20,24 @@ TEST(BackendUrl, DefaultsThePortFromTheScheme) {
 TEST(BackendUrl, RejectsEverythingElse) {
     for (const char* url : {
              "",
-             "127.0.0.1:18000",           // no scheme
-             "ftp://h:21",                // other scheme
-             "HTTP://h:1",                // schemes are matched as written
-             "http://",                   // no host
-             "http://:80",                // no host
-             "http://h:",                 // empty port
-             "http://h:0",                // port 0
-             "http://h:65536",            // port out of range
-             "http://h:99999999999999",   // port overflow
+             "127.0.0.1:18000",          // no scheme
+             "ftp://h:21",               // other scheme
+             "HTTP://h:1",               // schemes are matched as written
+             "http://",                  // no host
+             "http://:80",               // no host
+             "http://h:",                // empty port
+             "http://h:0",               // port 0
+             "http://h:65536",           // port out of range
+             "http://h:99999999999999",  // port overflow
              "http://h:-1",
              "http://h:8a",
-             "http://h:1/v1",             // a path: the gateway forwards the client's path unchanged
+             "http://h:1/v1",  // a path: the gateway forwards the client's path unchanged
              "http://h:1//",
              "http://h:1?x=1",
              "http://h:1#f",
-             "http://user:pw@h:1",        // credentials belong in credential_env
+             "http://user:pw@h:1",  // credentials belong in credential_env
              "http://h h:1",
-             "http://[::1",               // unclosed bracket
+             "http://[::1",  // unclosed bracket
              "http://[]:1",
              "http://[::1]x",
              "http://[::1]:",

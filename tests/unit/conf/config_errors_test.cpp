@@ -29,7 +29,8 @@ TEST(ConfigErrors, BackendUrl) {
 TEST(ConfigErrors, WrongTypes) {
     const std::string b = minimal_backends;
     EXPECT_EQ(errorOf("listen:\n  port: abc\n" + b), "conf: listen.port: line 2: expected an integer, got \"abc\"");
-    EXPECT_EQ(errorOf("listen:\n  port: \"8900\"\n" + b), "conf: listen.port: line 2: expected an integer, got \"8900\"");
+    EXPECT_EQ(errorOf("listen:\n  port: \"8900\"\n" + b),
+              "conf: listen.port: line 2: expected an integer, got \"8900\"");
     EXPECT_EQ(errorOf("listen:\n  port: 1.5\n" + b), "conf: listen.port: line 2: expected an integer, got \"1.5\"");
     EXPECT_EQ(errorOf("listen:\n  port:\n" + b), "conf: listen.port: line 2: expected an integer, got null");
     EXPECT_EQ(errorOf("model:\n  id: {a: 1}\n" + b), "conf: model.id: line 2: expected a string, got a mapping");
@@ -38,7 +39,8 @@ TEST(ConfigErrors, WrongTypes) {
     EXPECT_EQ(errorOf("limits: 5\n" + b), "conf: limits: line 1: expected a mapping, got \"5\"");
     EXPECT_EQ(errorOf("backends: {name: a}\n"), "conf: backends: line 1: expected a sequence, got a mapping");
     EXPECT_EQ(errorOf("backends:\n  - a\n"), "conf: backends[0]: line 2: expected a mapping, got \"a\"");
-    EXPECT_EQ(errorOf("auth:\n  required: yes\n" + b), "conf: auth.required: line 2: expected true or false, got \"yes\"");
+    EXPECT_EQ(errorOf("auth:\n  required: yes\n" + b),
+              "conf: auth.required: line 2: expected true or false, got \"yes\"");
     EXPECT_EQ(errorOf("auth:\n  required: \"true\"\n" + b),
               "conf: auth.required: line 2: expected true or false, got \"true\"");
     EXPECT_EQ(errorOf("routing:\n  balance_factor: fast\n" + b),
@@ -51,7 +53,8 @@ TEST(ConfigErrors, WrongTypes) {
 
 TEST(ConfigErrors, NegativeNumbers) {
     const std::string b = minimal_backends;
-    EXPECT_EQ(errorOf("health:\n  fall: -1\n" + b), "conf: health.fall: line 2: expected a non-negative integer, got \"-1\"");
+    EXPECT_EQ(errorOf("health:\n  fall: -1\n" + b),
+              "conf: health.fall: line 2: expected a non-negative integer, got \"-1\"");
     EXPECT_EQ(errorOf("threads: -4\n" + b), "conf: threads: line 1: expected a non-negative integer, got \"-4\"");
     EXPECT_EQ(errorOf("backends:\n  - {name: a, url: \"http://h:1\", dp_ranks: -8}\n"),
               "conf: backends[0].dp_ranks: line 2: expected a non-negative integer, got \"-8\"");
@@ -59,8 +62,10 @@ TEST(ConfigErrors, NegativeNumbers) {
 
 TEST(ConfigErrors, OutOfRange) {
     const std::string b = minimal_backends;
-    EXPECT_EQ(errorOf("listen:\n  port: 70000\n" + b), "conf: listen.port: line 2: must be between 0 and 65535, got 70000");
-    EXPECT_EQ(errorOf("admin:\n  port: 65536\n" + b), "conf: admin.port: line 2: must be between 0 and 65535, got 65536");
+    EXPECT_EQ(errorOf("listen:\n  port: 70000\n" + b),
+              "conf: listen.port: line 2: must be between 0 and 65535, got 70000");
+    EXPECT_EQ(errorOf("admin:\n  port: 65536\n" + b),
+              "conf: admin.port: line 2: must be between 0 and 65535, got 65536");
     EXPECT_EQ(errorOf("threads: 99999999999999999999999\n" + b),
               "conf: threads: line 1: must be between 0 and 1024, got \"99999999999999999999999\"");
     EXPECT_EQ(errorOf("health:\n  rise: 0\n" + b), "conf: health.rise: line 2: must be between 1 and 1000, got 0");
@@ -96,22 +101,25 @@ TEST(ConfigErrors, BackendFields) {
               "conf: backends[0].name: line 2: backend name must be 1-64 characters of [A-Za-z0-9._-]");
     EXPECT_EQ(errorOf("backends:\n  - {name: a, url: \"http://h:1\", role: leader}\n"),
               "conf: backends[0].role: line 2: expected primary or standby, got \"leader\"");
-    EXPECT_EQ(errorOf("backends:\n  - {name: a, url: \"http://h:1\", credential_env: 1TOKEN}\n"),
-              "conf: backends[0].credential_env: line 2: expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
+    EXPECT_EQ(
+        errorOf("backends:\n  - {name: a, url: \"http://h:1\", credential_env: 1TOKEN}\n"),
+        "conf: backends[0].credential_env: line 2: expected an environment variable name ([A-Za-z_][A-Za-z0-9_]*)");
 }
 
 TEST(ConfigErrors, PrimariesInFailover) {
-    EXPECT_EQ(errorOf("backends:\n"
-                      "  - {name: a, url: \"http://h:1\"}\n"
-                      "  - {name: b, url: \"http://h:2\", role: primary}\n"),
-              "conf: backends[1].role: line 3: routing.mode failover allows one primary; backends[0] is already primary");
+    EXPECT_EQ(
+        errorOf("backends:\n"
+                "  - {name: a, url: \"http://h:1\"}\n"
+                "  - {name: b, url: \"http://h:2\", role: primary}\n"),
+        "conf: backends[1].role: line 3: routing.mode failover allows one primary; backends[0] is already primary");
     // The role defaults to primary: the error points at the backend that lacks one.
-    EXPECT_EQ(errorOf("backends:\n"
-                      "  - name: a\n"
-                      "    url: http://h:1\n"
-                      "  - name: b\n"
-                      "    url: http://h:2\n"),
-              "conf: backends[1].role: line 4: routing.mode failover allows one primary; backends[0] is already primary");
+    EXPECT_EQ(
+        errorOf("backends:\n"
+                "  - name: a\n"
+                "    url: http://h:1\n"
+                "  - name: b\n"
+                "    url: http://h:2\n"),
+        "conf: backends[1].role: line 4: routing.mode failover allows one primary; backends[0] is already primary");
     EXPECT_EQ(errorOf("backends:\n"
                       "  - {name: a, url: \"http://h:1\", role: standby}\n"
                       "  - {name: b, url: \"http://h:2\", role: standby}\n"),
@@ -158,7 +166,8 @@ TEST(ConfigErrors, EnumsAndNames) {
               "conf: routing.session_header: line 2: expected an HTTP header name");
     EXPECT_EQ(errorOf("log:\n  level: trace\n" + b),
               "conf: log.level: line 2: expected error, warn, info or debug, got \"trace\"");
-    EXPECT_EQ(errorOf("log:\n  access: \"\"\n" + b), "conf: log.access: line 2: expected stdout, stderr, off or a file path");
+    EXPECT_EQ(errorOf("log:\n  access: \"\"\n" + b),
+              "conf: log.access: line 2: expected stdout, stderr, off or a file path");
     EXPECT_EQ(errorOf("model:\n  id: \"\"\n" + b), "conf: model.id: line 2: must not be empty");
     EXPECT_EQ(errorOf("model:\n  aliases: [a, a]\n" + b), "conf: model.aliases[1]: line 2: duplicate alias \"a\"");
     EXPECT_EQ(errorOf("model:\n  aliases:\n    - ds-v4.1-flash-1017\n" + b),
@@ -235,7 +244,8 @@ TEST(ConfigErrors, YamlSyntaxErrorsBecomeConfigErrorsWithTheirLine) {
     EXPECT_EQ(errorOf("a: b: c\n"), "conf: line 1: invalid YAML: illegal map value");
     EXPECT_EQ(errorOf("threads: 1\n  x: 2\n"), "conf: line 2: invalid YAML: illegal map value");
     EXPECT_EQ(errorOf("listen:\n  port: 1\n bad: 2\n"), "conf: line 3: invalid YAML: end of map not found");
-    EXPECT_EQ(errorOf("threads: 1\n\tlisten: 2\n"), "conf: line 2: invalid YAML: illegal tab when looking for indentation");
+    EXPECT_EQ(errorOf("threads: 1\n\tlisten: 2\n"),
+              "conf: line 2: invalid YAML: illegal tab when looking for indentation");
     EXPECT_EQ(errorOf("threads: *nope\n"), "conf: line 1: invalid YAML: the referenced anchor is not defined");
     // yaml-cpp's own recursion limit (2,000 levels) surfaces as a ConfigError, not a stack overflow.
     const std::string deep = "threads: " + std::string(5000, '[') + std::string(5000, ']') + "\n";
@@ -285,10 +295,12 @@ TEST(ConfigErrors, MissingFiles) {
 
 TEST(ConfigErrors, TlsNeedsBothFiles) {
     const std::string b = minimal_backends;
-    EXPECT_EQ(errorOf("listen:\n  tls:\n    cert: c.pem\n" + b), "conf: listen.tls.key: line 3: required when listen.tls.cert is set");
+    EXPECT_EQ(errorOf("listen:\n  tls:\n    cert: c.pem\n" + b),
+              "conf: listen.tls.key: line 3: required when listen.tls.cert is set");
     EXPECT_EQ(errorOf("listen:\n  tls:\n    cert: c.pem\n    key: \"\"\n" + b),
               "conf: listen.tls.key: line 4: required when listen.tls.cert is set");
-    EXPECT_EQ(errorOf("listen:\n  tls:\n    key: k.pem\n" + b), "conf: listen.tls.cert: line 3: required when listen.tls.key is set");
+    EXPECT_EQ(errorOf("listen:\n  tls:\n    key: k.pem\n" + b),
+              "conf: listen.tls.cert: line 3: required when listen.tls.key is set");
 }
 
 TEST(ConfigErrors, FileThatCannotBeRead) {

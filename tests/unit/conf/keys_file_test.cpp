@@ -25,14 +25,19 @@ std::string keysError(const std::string& text) {
 }
 
 TEST(KeysFile, ReadsShortAndLongForms) {
-    const std::vector<AuthKey> keys = parseKeysText("# made by dpgate keys add\n"
-                                                    "alice: " + hash_a + "\n"
-                                                    "ci-bot:\n"
-                                                    "  sha256: " + std::string(64, 'B') + "\n"
-                                                    "  trusted: true\n"
-                                                    "  max_concurrent: 4\n"
-                                                    "  requests_per_min: 60\n",
-                                                    "keys.yaml");
+    const std::vector<AuthKey> keys = parseKeysText(
+        "# made by dpgate keys add\n"
+        "alice: " +
+            hash_a +
+            "\n"
+            "ci-bot:\n"
+            "  sha256: " +
+            std::string(64, 'B') +
+            "\n"
+            "  trusted: true\n"
+            "  max_concurrent: 4\n"
+            "  requests_per_min: 60\n",
+        "keys.yaml");
     ASSERT_EQ(keys.size(), 2u);
     EXPECT_EQ(keys[0], (AuthKey{"alice", hash_a, false, 0, 0}));
     EXPECT_EQ(keys[1], (AuthKey{"ci-bot", hash_b, true, 4, 60}));  // hex is stored lowercase
@@ -64,13 +69,14 @@ TEST(KeysFile, ErrorsNameTheFileTheKeyAndTheLine) {
 TEST(KeysFile, IsLoadedThroughTheConfigRelativeToIt) {
     TempDir dir;
     dir.write("keys.yaml", "alice: " + hash_a + "\nbob: {sha256: " + hash_b + ", max_concurrent: 2}\n");
-    const Config config = loadConfigText("auth:\n"
-                                         "  keys_file: keys.yaml\n"
-                                         "  keys:\n"
-                                         "    - {name: demo, key: sk-demo}\n"
-                                         "backends:\n"
-                                         "  - {name: a, url: \"http://h:1\"}\n",
-                                         dir.path(), {.check_files = true});
+    const Config config = loadConfigText(
+        "auth:\n"
+        "  keys_file: keys.yaml\n"
+        "  keys:\n"
+        "    - {name: demo, key: sk-demo}\n"
+        "backends:\n"
+        "  - {name: a, url: \"http://h:1\"}\n",
+        dir.path(), {.check_files = true});
     EXPECT_EQ(config.auth.keys_file, dir.path() + "/keys.yaml");
     ASSERT_EQ(config.auth.keys.size(), 3u);
     // Inline keys first, then the file's, in file order.
@@ -82,10 +88,10 @@ TEST(KeysFile, IsLoadedThroughTheConfigRelativeToIt) {
 TEST(KeysFile, ErrorsInsideItNameItsPath) {
     TempDir dir;
     const std::string path = dir.write("keys.yaml", "alice: " + hash_a + "\nbob: short\n");
-    EXPECT_EQ(errorOf("auth:\n  keys_file: keys.yaml\nbackends:\n  - {name: a, url: \"http://h:1\"}\n", dir.path(),
-                      {.check_files = true}),
-              "conf: " + path +
-                  ": bob: line 2: expected 64 hex digits (the SHA-256 of the key) or a mapping with sha256");
+    EXPECT_EQ(
+        errorOf("auth:\n  keys_file: keys.yaml\nbackends:\n  - {name: a, url: \"http://h:1\"}\n", dir.path(),
+                {.check_files = true}),
+        "conf: " + path + ": bob: line 2: expected 64 hex digits (the SHA-256 of the key) or a mapping with sha256");
     EXPECT_THROW(loadKeysFile(path), ConfigError);
 }
 

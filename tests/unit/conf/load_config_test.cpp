@@ -27,29 +27,30 @@ TEST(LoadConfig, UnsetKeysKeepTheirDefaults) {
 }
 
 TEST(LoadConfig, ReadsEverySection) {
-    const Config config = load("listen: {address: 0.0.0.0, port: 443, tls: {cert: tls/c.pem, key: /k.pem}}\n"
-                               "admin: {address: ::1, port: 0, token_file: admin.token}\n"
-                               "model:\n"
-                               "  id: m\n"
-                               "  aliases: [deepseek, ds]\n"
-                               "  window_tokens: 131072\n"
-                               "  max_output_tokens: 8192\n"
-                               "  image_reserve_tokens: 0\n"
-                               "  max_images: 0\n"
-                               "  tokenizer: tok/tokenizer.json\n"
-                               "limits: {max_connections: 5, upstream_max_idle_connections: 0, max_header_count: 7}\n"
-                               "routing: {mode: active-active, session_header: X-Conv, balance_factor: 2.5, work_balance_factor: 1.1,\n"
-                               "          work_slack_tokens: 0, work_window_ms: 60000}\n"
-                               "health: {interval_ms: 1s, timeout_ms: 300, fall: 1, rise: 5}\n"
-                               "backends:\n"
-                               "  - name: gpu-a\n"
-                               "    url: https://gpu-a.internal\n"
-                               "    dp_ranks: 4\n"
-                               "    credential_env: GPU_A_TOKEN\n"
-                               "  - {name: gpu-b, url: \"http://[fd00::2]:8000/\", role: standby}\n"
-                               "auth: {required: false}\n"
-                               "log: {access: logs/access.log, level: debug}\n"
-                               "threads: 3\n");
+    const Config config = load(
+        "listen: {address: 0.0.0.0, port: 443, tls: {cert: tls/c.pem, key: /k.pem}}\n"
+        "admin: {address: ::1, port: 0, token_file: admin.token}\n"
+        "model:\n"
+        "  id: m\n"
+        "  aliases: [deepseek, ds]\n"
+        "  window_tokens: 131072\n"
+        "  max_output_tokens: 8192\n"
+        "  image_reserve_tokens: 0\n"
+        "  max_images: 0\n"
+        "  tokenizer: tok/tokenizer.json\n"
+        "limits: {max_connections: 5, upstream_max_idle_connections: 0, max_header_count: 7}\n"
+        "routing: {mode: active-active, session_header: X-Conv, balance_factor: 2.5, work_balance_factor: 1.1,\n"
+        "          work_slack_tokens: 0, work_window_ms: 60000}\n"
+        "health: {interval_ms: 1s, timeout_ms: 300, fall: 1, rise: 5}\n"
+        "backends:\n"
+        "  - name: gpu-a\n"
+        "    url: https://gpu-a.internal\n"
+        "    dp_ranks: 4\n"
+        "    credential_env: GPU_A_TOKEN\n"
+        "  - {name: gpu-b, url: \"http://[fd00::2]:8000/\", role: standby}\n"
+        "auth: {required: false}\n"
+        "log: {access: logs/access.log, level: debug}\n"
+        "threads: 3\n");
     EXPECT_EQ(config.listen.address, "0.0.0.0");
     EXPECT_EQ(config.listen.port, 443);
     EXPECT_EQ(config.listen.tls.cert, "/etc/dpgate/tls/c.pem");
@@ -104,16 +105,16 @@ TEST(LoadConfig, AdminTokenForms) {
               hex);
     EXPECT_EQ(load("admin:\n  token_plain: s3cret\n" + std::string(minimal_backends)).admin.token_sha256,
               sha256Hex("s3cret"));
-    EXPECT_EQ(load("admin:\n  token: \"\"\n  token_file: \"\"\n" + std::string(minimal_backends)).admin,
-              AdminConfig{});
+    EXPECT_EQ(load("admin:\n  token: \"\"\n  token_file: \"\"\n" + std::string(minimal_backends)).admin, AdminConfig{});
 }
 
 TEST(LoadConfig, InlineKeysKeepOnlyTheHash) {
-    const Config config = load("auth:\n"
-                               "  keys:\n"
-                               "    - {name: demo, key: sk-demo, trusted: true, max_concurrent: 2, requests_per_min: 30}\n"
-                               "    - {name: ops@example.com, sha256: " + std::string(64, 'd') + "}\n" +
-                               minimal_backends);
+    const Config config = load(
+        "auth:\n"
+        "  keys:\n"
+        "    - {name: demo, key: sk-demo, trusted: true, max_concurrent: 2, requests_per_min: 30}\n"
+        "    - {name: ops@example.com, sha256: " +
+        std::string(64, 'd') + "}\n" + minimal_backends);
     ASSERT_EQ(config.auth.keys.size(), 2u);
     EXPECT_EQ(config.auth.keys[0], (AuthKey{"demo", sha256Hex("sk-demo"), true, 2, 30}));
     EXPECT_EQ(config.auth.keys[1], (AuthKey{"ops@example.com", std::string(64, 'd'), false, 0, 0}));
@@ -128,18 +129,19 @@ TEST(LoadConfig, FilePathsResolveAgainstTheFilesFolder) {
     TempDir dir;
     std::filesystem::create_directories(dir.path() + "/conf");
     dir.write("tokenizer.json", "{}");
-    const std::string path = dir.write("conf/dpgate.yaml", std::string("model:\n  tokenizer: ../tokenizer.json\n") +
-                                                               minimal_backends);
+    const std::string path =
+        dir.write("conf/dpgate.yaml", std::string("model:\n  tokenizer: ../tokenizer.json\n") + minimal_backends);
     const Config config = loadConfigFile(path);
     EXPECT_EQ(config.model.tokenizer, dir.path() + "/tokenizer.json");
     EXPECT_EQ(config.source_path, path);
 }
 
 TEST(LoadConfig, AnchorsAndAliasesWork) {
-    const Config config = load("limits:\n"
-                               "  header_timeout_ms: &t 20s\n"
-                               "  body_idle_timeout_ms: *t\n" +
-                               std::string(minimal_backends));
+    const Config config = load(
+        "limits:\n"
+        "  header_timeout_ms: &t 20s\n"
+        "  body_idle_timeout_ms: *t\n" +
+        std::string(minimal_backends));
     EXPECT_EQ(config.limits.header_timeout_ms, 20000u);
     EXPECT_EQ(config.limits.body_idle_timeout_ms, 20000u);
 }

@@ -11,7 +11,8 @@ using test::errorOf;
 using test::minimal_backends;
 
 LimitsConfig limitsOf(const std::string& limits_yaml) {
-    return loadConfigText(std::string("limits:\n") + limits_yaml + minimal_backends, ".", {.check_files = false}).limits;
+    return loadConfigText(std::string("limits:\n") + limits_yaml + minimal_backends, ".", {.check_files = false})
+        .limits;
 }
 
 TEST(Units, BytesTakeIntegersOrBinaryUnits) {
@@ -36,11 +37,14 @@ TEST(Units, DurationsTakeIntegerMillisecondsOrUnits) {
 
 TEST(Units, RejectsMalformedSizes) {
     const std::string expected = "expected a byte count (an integer, or e.g. 256MiB), got ";
-    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: 5MB\n"), "conf: limits.max_body_bytes: line 2: " + expected + "\"5MB\"");
+    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: 5MB\n"),
+              "conf: limits.max_body_bytes: line 2: " + expected + "\"5MB\"");
     EXPECT_EQ(errorOf("limits:\n  max_body_bytes: 1.5GiB\n"),
               "conf: limits.max_body_bytes: line 2: " + expected + "\"1.5GiB\"");
-    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: MiB\n"), "conf: limits.max_body_bytes: line 2: " + expected + "\"MiB\"");
-    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: -1\n"), "conf: limits.max_body_bytes: line 2: " + expected + "\"-1\"");
+    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: MiB\n"),
+              "conf: limits.max_body_bytes: line 2: " + expected + "\"MiB\"");
+    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: -1\n"),
+              "conf: limits.max_body_bytes: line 2: " + expected + "\"-1\"");
     // A bare number in quotes is a string, like every other integer field.
     EXPECT_EQ(errorOf("limits:\n  max_body_bytes: \"1000\"\n"),
               "conf: limits.max_body_bytes: line 2: " + expected + "\"1000\"");

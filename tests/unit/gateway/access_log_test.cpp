@@ -14,7 +14,8 @@ using nlohmann::json;
 
 AccessRecord relayed() {
     AccessRecord r;
-    r.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(1764681600123));  // 2025-12-02T13:20:00.123Z
+    r.time =
+        std::chrono::system_clock::time_point(std::chrono::milliseconds(1764681600123));  // 2025-12-02T13:20:00.123Z
     r.request_id = "req-1";
     r.method = "POST";
     r.path = "/v1/chat/completions";
@@ -77,11 +78,12 @@ TEST(AccessLog, UnknownFactsAreNullNotZero) {
 TEST(AccessLog, ClientChosenTextIsEscapedAndAlwaysValidUtf8) {
     AccessRecord r;
     r.request_id = std::string("a\"b\\c\nd\x01\x7f", 9) + "\xc3\xa9" + "\xff\xfe" + "\xe2\x82";  // é, then junk
-    r.path = "/v1/\xf0\x9f\x98\x80";  // an emoji, 4 bytes
+    r.path = "/v1/\xf0\x9f\x98\x80";                                                             // an emoji, 4 bytes
     std::string line = formatAccessLine(r, r.started);
     EXPECT_EQ(line.find('\n'), line.size() - 1) << "a raw newline would split the line";
     json j = json::parse(line);  // throws on invalid UTF-8
-    EXPECT_EQ(j["request_id"], std::string("a\"b\\c\nd\x01\x7f", 9) + "\xc3\xa9" + "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
+    EXPECT_EQ(j["request_id"],
+              std::string("a\"b\\c\nd\x01\x7f", 9) + "\xc3\xa9" + "\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd\xef\xbf\xbd");
     EXPECT_EQ(j["path"], "/v1/\xf0\x9f\x98\x80");
 }
 

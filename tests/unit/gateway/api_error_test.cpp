@@ -59,8 +59,8 @@ TEST(ApiError, BytesThatAreNotUtf8BecomeReplacementCharactersAndTheBodyStaysJson
 }
 
 TEST(ApiError, EscapesLikeJsonAndAgreesWithNlohmannOnValidText) {
-    const std::string text = std::string("quote \" backslash \\ tab \t nl \n cr \r bell \x07 nul ") + '\0' +
-                             " del \x7f / \xC3\xA9";
+    const std::string text =
+        std::string("quote \" backslash \\ tab \t nl \n cr \r bell \x07 nul ") + '\0' + " del \x7f / \xC3\xA9";
     std::string ours;
     dpgate::appendJsonString(ours, text);
     EXPECT_EQ(ours, nlohmann::json(text).dump());

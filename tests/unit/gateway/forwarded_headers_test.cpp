@@ -20,8 +20,8 @@ TEST(ForwardedHeaders, DropsHopByHopAndConnectionNamedFields) {
     copyEndToEndFields(from, to, {"authorization"});
     EXPECT_EQ(to["Content-Type"], "application/json");
     EXPECT_EQ(to["X-Session-ID"], "abc");
-    for (const char* gone : {"Connection", "Keep-Alive", "Transfer-Encoding", "TE", "Upgrade",
-                             "Proxy-Authorization", "X-Private", "Authorization"})
+    for (const char* gone : {"Connection", "Keep-Alive", "Transfer-Encoding", "TE", "Upgrade", "Proxy-Authorization",
+                             "X-Private", "Authorization"})
         EXPECT_EQ(to.count(gone), 0u) << gone;
 }
 

@@ -48,8 +48,10 @@ TEST(RequestBody, ARealUploadGetsItsWholeLengthOnceHalfAMebibyteIsIn) {
 TEST(RequestBody, ChunkedBodyKeepsAdmissionPadding) {
     error_code ec;
     http::request_parser<RequestBody> parser;
-    parse(parser, "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
-                  "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n", ec);
+    parse(parser,
+          "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+          "5\r\nhello\r\n6\r\n world\r\n0\r\n\r\n",
+          ec);
     ASSERT_FALSE(ec) << ec.message();
     ASSERT_TRUE(parser.is_done());
     EXPECT_EQ(parser.get().body(), "hello world");

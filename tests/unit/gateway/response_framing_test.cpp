@@ -1,8 +1,8 @@
 #include "gateway/response_framing.hpp"
 
+#include <gtest/gtest.h>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
-#include <gtest/gtest.h>
 
 #include <string>
 #include <vector>

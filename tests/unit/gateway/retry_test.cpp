@@ -43,7 +43,8 @@ UpstreamAnswer failed() { return {UpstreamAnswer::Kind::failed, 0, "Connection r
 // what the Router held for that slot while the try ran.
 class ScriptedConnector final : public UpstreamConnector {
 public:
-    ScriptedConnector(Router& router, std::deque<UpstreamAnswer> script) : router_(router), script_(std::move(script)) {}
+    ScriptedConnector(Router& router, std::deque<UpstreamAnswer> script)
+        : router_(router), script_(std::move(script)) {}
 
     struct Try {
         std::string backend;

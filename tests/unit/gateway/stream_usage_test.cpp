@@ -28,12 +28,8 @@ const std::string kDone = "data: [DONE]\n\n";
 
 const Usage kExpected{.prompt_tokens = 1200, .completion_tokens = 42, .cached_prompt_tokens = 1024};
 
-std::string stream() {
-    return kChunk1 + kChunk2 + kChunkStop + kUsageChunk + kDone;
-}
-std::string streamWithoutUsage() {
-    return kChunk1 + kChunk2 + kChunkStop + kDone;
-}
+std::string stream() { return kChunk1 + kChunk2 + kChunkStop + kUsageChunk + kDone; }
+std::string streamWithoutUsage() { return kChunk1 + kChunk2 + kChunkStop + kDone; }
 
 std::string toCrlf(const std::string& s) {
     std::string out;
@@ -122,13 +118,9 @@ void checkEverySplit(const std::string& input, const std::string& expected_forwa
     }
 }
 
-TEST(SseUsageParser, EverySplitPointLf) {
-    checkEverySplit(stream(), streamWithoutUsage());
-}
+TEST(SseUsageParser, EverySplitPointLf) { checkEverySplit(stream(), streamWithoutUsage()); }
 
-TEST(SseUsageParser, EverySplitPointCrlf) {
-    checkEverySplit(toCrlf(stream()), toCrlf(streamWithoutUsage()));
-}
+TEST(SseUsageParser, EverySplitPointCrlf) { checkEverySplit(toCrlf(stream()), toCrlf(streamWithoutUsage())); }
 
 TEST(SseUsageParser, ByteAtATimeCr) {
     std::string cr_stream = stream();

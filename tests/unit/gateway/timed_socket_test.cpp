@@ -4,12 +4,12 @@
 // the sockets' lifetimes.
 #include "gateway/timed_socket.hpp"
 
+#include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
-#include <gtest/gtest.h>
 
 #include <chrono>
 #include <functional>

@@ -9,7 +9,8 @@ namespace {
 using nlohmann::json;
 
 TEST(UpstreamError, OpenAiShapedBodyIsKeptByteForByte) {
-    std::string body = R"({"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"x"}})";
+    std::string body =
+        R"({"error":{"message":"too long","type":"invalid_request_error","param":"messages","code":"x"}})";
     EXPECT_EQ(openAiErrorBody(400, body, "primary"), body);
 }
 

@@ -34,14 +34,18 @@ struct Backend {
     // Acquires `n` connections from `pool`, each a fresh connect.
     std::vector<std::unique_ptr<UpstreamConnection>> acquire(UpstreamPool& pool, size_t n) {
         std::vector<std::unique_ptr<UpstreamConnection>> got;
-        net::co_spawn(io, [&]() -> awaitable<void> {
-            for (size_t i = 0; i < n; ++i) {
-                auto [ec, c] = co_await pool.acquire();
-                EXPECT_FALSE(ec) << ec.message();
-                if (c) got.push_back(std::move(c));
-            }
-        }, net::detached);
-        while (got.size() < n && io.run_one_for(std::chrono::seconds(5))) {}
+        net::co_spawn(
+            io,
+            [&]() -> awaitable<void> {
+                for (size_t i = 0; i < n; ++i) {
+                    auto [ec, c] = co_await pool.acquire();
+                    EXPECT_FALSE(ec) << ec.message();
+                    if (c) got.push_back(std::move(c));
+                }
+            },
+            net::detached);
+        while (got.size() < n && io.run_one_for(std::chrono::seconds(5))) {
+        }
         return got;
     }
 };
@@ -76,8 +80,8 @@ TEST(UpstreamPool, IdleBoundIsSharedByAllWorkersPools) {
 
     // At the bound, a worker with idle connections swaps its oldest out; one
     // with none closes what it releases.
-    auto extra = b.acquire(quiet, 4);  // 1 reused + 3 fresh
-    for (auto& c : again) busy.release(std::move(c));  // total 3
+    auto extra = b.acquire(quiet, 4);                   // 1 reused + 3 fresh
+    for (auto& c : again) busy.release(std::move(c));   // total 3
     for (auto& c : extra) quiet.release(std::move(c));  // 4 offered, room for 1
     EXPECT_EQ(idle_total.load(), 4u);
     EXPECT_EQ(busy.idleCount() + quiet.idleCount(), 4u);

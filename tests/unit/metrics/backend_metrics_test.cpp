@@ -149,12 +149,15 @@ TEST(ParseBackendMetrics, RatioAbsentWhenACounterIsMissingOrInconsistent) {
     auto ratio = [](const std::string& page) { return parseBackendMetrics(page).find(0)->prefix_cache_hit_ratio; };
     EXPECT_FALSE(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 100\n"));
     EXPECT_FALSE(ratio("vllm:prefix_cache_hits_total{engine=\"0\"} 100\n"));
-    EXPECT_FALSE(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 0\nvllm:prefix_cache_hits_total{engine=\"0\"} 0\n"));
-    EXPECT_FALSE(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 10\nvllm:prefix_cache_hits_total{engine=\"0\"} 11\n"));
+    EXPECT_FALSE(
+        ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 0\nvllm:prefix_cache_hits_total{engine=\"0\"} 0\n"));
+    EXPECT_FALSE(
+        ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 10\nvllm:prefix_cache_hits_total{engine=\"0\"} 11\n"));
     // The v0 gauge is a fallback only when the counters are absent, and must be a ratio.
     EXPECT_FALSE(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 0\nvllm:gpu_prefix_cache_hit_rate 0.5\n"));
     EXPECT_FALSE(ratio("vllm:gpu_prefix_cache_hit_rate{engine=\"0\"} 1.5\n"));
-    EXPECT_EQ(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 8\nvllm:prefix_cache_hits_total{engine=\"0\"} 8\n"), 1.0);
+    EXPECT_EQ(ratio("vllm:prefix_cache_queries_total{engine=\"0\"} 8\nvllm:prefix_cache_hits_total{engine=\"0\"} 8\n"),
+              1.0);
 }
 
 TEST(ParseBackendMetrics, CountersWithoutTotalSuffixAreRead) {
@@ -215,23 +218,23 @@ TEST(ParseBackendMetrics, EscapedLabelValuesCrlfBlanksAndWhitespace) {
 TEST(ParseBackendMetrics, GarbageLinesAreCountedAndSkipped) {
     const std::string page =
         "vllm:num_requests_running{engine=\"0\"} 1\n"
-        "this is not a metric\n"                                   // value is not a number
-        "vllm:num_requests_running{engine=\"1\" 1\n"               // unclosed label set
-        "vllm:num_requests_running{engine=\"1} 1\n"                // unclosed quote
+        "this is not a metric\n"                                    // value is not a number
+        "vllm:num_requests_running{engine=\"1\" 1\n"                // unclosed label set
+        "vllm:num_requests_running{engine=\"1} 1\n"                 // unclosed quote
         "vllm:num_requests_running{engine=\"1\",engine=\"2\"} 1\n"  // label given twice
-        "vllm:num_requests_running{engine=\"1\\x\"} 1\n"           // undefined escape
-        "vllm:num_requests_running{1engine=\"1\"} 1\n"             // bad label name
-        "vllm:num_requests_running{engine=\"1\"}\n"                // no value
-        "vllm:num_requests_running{engine=\"1\"} 1 2 3\n"          // trailing junk
-        "vllm:num_requests_running{engine=\"1\"} 1 1.5\n"          // timestamp not an integer
-        "vllm:num_requests_running{engine=\"1\"} 0x10\n"           // not Go float syntax
+        "vllm:num_requests_running{engine=\"1\\x\"} 1\n"            // undefined escape
+        "vllm:num_requests_running{1engine=\"1\"} 1\n"              // bad label name
+        "vllm:num_requests_running{engine=\"1\"}\n"                 // no value
+        "vllm:num_requests_running{engine=\"1\"} 1 2 3\n"           // trailing junk
+        "vllm:num_requests_running{engine=\"1\"} 1 1.5\n"           // timestamp not an integer
+        "vllm:num_requests_running{engine=\"1\"} 0x10\n"            // not Go float syntax
         "vllm:num_requests_running{engine=\"1\"} ++1\n"
-        "vllm:num_requests_running{engine=\"1\"} 1e999\n"          // out of range
-        "{engine=\"1\"} 1\n"                                       // no name
-        "vllm:num_requests_running{engine=\"-1\"} 1\n"             // not a rank
-        "vllm:num_requests_running{engine=\"1024\"} 1\n"           // above kMaxBackendRank
-        "vllm:num_requests_running{engine=\"a\\\\\"} 1\n"          // not a rank
-        "vllm:num_requests_running{engine=\"\"} 1\n"               // not a rank
+        "vllm:num_requests_running{engine=\"1\"} 1e999\n"  // out of range
+        "{engine=\"1\"} 1\n"                               // no name
+        "vllm:num_requests_running{engine=\"-1\"} 1\n"     // not a rank
+        "vllm:num_requests_running{engine=\"1024\"} 1\n"   // above kMaxBackendRank
+        "vllm:num_requests_running{engine=\"a\\\\\"} 1\n"  // not a rank
+        "vllm:num_requests_running{engine=\"\"} 1\n"       // not a rank
         "\x01\xff\xfe binary\n"
         "vllm:num_requests_waiting{engine=\"0\"} 2\n";
     const BackendRankTable table = parseBackendMetrics(page);

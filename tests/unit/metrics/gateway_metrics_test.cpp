@@ -18,9 +18,9 @@ TEST(GatewayMetrics, DeclaresExactlyTheIssueFamilies) {
                   "dpgate_requests_total", "dpgate_request_duration_seconds", "dpgate_time_to_first_byte_seconds",
                   "dpgate_admission_rejections_total", "dpgate_admission_seconds", "dpgate_prompt_tokens_total",
                   "dpgate_cached_prompt_tokens_total", "dpgate_completion_tokens_total", "dpgate_inflight_requests",
-                  "dpgate_backend_up", "dpgate_upstream_retries_total", "dpgate_internal_errors_total", "dpgate_flips_total",
-                  "dpgate_public_window_tokens", "dpgate_stream_aborts_total", "dpgate_count_checks_total",
-                  "dpgate_count_mismatches_total"}));
+                  "dpgate_backend_up", "dpgate_upstream_retries_total", "dpgate_internal_errors_total",
+                  "dpgate_flips_total", "dpgate_public_window_tokens", "dpgate_stream_aborts_total",
+                  "dpgate_count_checks_total", "dpgate_count_mismatches_total"}));
 }
 
 TEST(GatewayMetrics, PerRankTokensLandOnTheirSeries) {
@@ -79,7 +79,8 @@ TEST(GatewayMetrics, PromtoolRejectsABrokenPage) {
     // Guards the test above: promtool must actually be linting what we give it.
     if (!std::filesystem::exists("/usr/bin/promtool")) GTEST_SKIP() << "/usr/bin/promtool absent";
     int status = 0;
-    const std::string lint = runCommand("printf '# TYPE x counter\\nx{a=\"1\" 1\\n' | /usr/bin/promtool check metrics 2>&1", status);
+    const std::string lint =
+        runCommand("printf '# TYPE x counter\\nx{a=\"1\" 1\\n' | /usr/bin/promtool check metrics 2>&1", status);
     EXPECT_NE(status, 0) << lint;
 }
 

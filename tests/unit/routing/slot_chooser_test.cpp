@@ -18,9 +18,7 @@ std::vector<Slot> slotsOf(const std::vector<std::string>& backends, uint32_t ran
     return slots;
 }
 
-uint64_t keyOf(int i) {
-    return hashBytes("conversation-" + std::to_string(i), 1);
-}
+uint64_t keyOf(int i) { return hashBytes("conversation-" + std::to_string(i), 1); }
 
 // Reproducible values in [0, max): the same sequence on every run.
 class Noise {
@@ -115,10 +113,8 @@ TEST(SlotChooser, RemovingOneRankMovesOnlyItsKeys) {
     for (int i = 0; i < 4000; ++i) {
         auto before = identity(full, full.choose(keyOf(i), loads8, 1));
         auto after = identity(without3, without3.choose(keyOf(i), loads7, 1));
-        if (before.second == 3)
-            ++moved;
-        else
-            EXPECT_EQ(after, before);
+        if (before.second == 3) ++moved;
+        else EXPECT_EQ(after, before);
     }
     EXPECT_NEAR(moved, 500, 100);
 }

@@ -50,16 +50,14 @@ TEST(ChatGolden, EveryTemplateRendersAndCountsAsTheReference) {
         const std::string body = golden.at("body").get<std::string>();
         const Admitter::ChatCount count = admitter->countChat(body);
         if (golden.contains("error")) {
-            EXPECT_FALSE(count.ok) << name << " line " << index << ": the reference failed with "
-                                   << golden.at("error") << "; dpgate rendered "
-                                   << test::escaped(admitter->prompt());
+            EXPECT_FALSE(count.ok) << name << " line " << index << ": the reference failed with " << golden.at("error")
+                                   << "; dpgate rendered " << test::escaped(admitter->prompt());
             ++errors;
             continue;
         }
         ASSERT_TRUE(count.ok) << name << " line " << index << ": " << count.error << "\n" << test::escaped(body, 600);
-        EXPECT_EQ(admitter->prompt(), golden.at("prompt").get<std::string>())
-            << name << " line " << index << "\n"
-            << test::escaped(body, 600);
+        EXPECT_EQ(admitter->prompt(), golden.at("prompt").get<std::string>()) << name << " line " << index << "\n"
+                                                                              << test::escaped(body, 600);
         EXPECT_EQ(count.prompt_tokens, golden.at("prompt_tokens").get<std::uint64_t>()) << name << " line " << index;
         EXPECT_EQ(count.images, golden.at("images").get<std::uint32_t>()) << name << " line " << index;
     }

@@ -57,16 +57,19 @@ TEST(JinjaEngine, WhitespaceControlTrimAndLstripBlocks) {
     EXPECT_EQ(ok("  {%+ if true %}keep{% endif %}"), "  keep");
     EXPECT_EQ(ok("{% if true +%}\nx{% endif %}"), "\nx");
     EXPECT_EQ(ok("{{ 'a' }}\n{{ 'b' }}"), "a\nb");  // variables keep their newline
-    EXPECT_EQ(ok("line\n"), "line");                  // one trailing newline dropped
-    EXPECT_EQ(ok("a\r\nb\rc"), "a\nb\nc");            // newlines normalised
+    EXPECT_EQ(ok("line\n"), "line");                // one trailing newline dropped
+    EXPECT_EQ(ok("a\r\nb\rc"), "a\nb\nc");          // newlines normalised
     EXPECT_EQ(ok("{% raw %}{{ x }}{% endraw %}"), "{{ x }}");
 }
 
 TEST(JinjaEngine, LoopScopeAndNamespaces) {
-    EXPECT_EQ(ok("{% set x = 'out' %}{% for i in [1,2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}"), "out1out2out");
-    EXPECT_EQ(ok("{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"), "3");
+    EXPECT_EQ(ok("{% set x = 'out' %}{% for i in [1,2] %}{{ x }}{% set x = i %}{{ x }}{% endfor %}{{ x }}"),
+              "out1out2out");
+    EXPECT_EQ(ok("{% set ns = namespace(n=0) %}{% for i in range(3) %}{% set ns.n = ns.n + i %}{% endfor %}{{ ns.n }}"),
+              "3");
     EXPECT_EQ(ok("{% for x in [1,2,3] if x > 1 %}{{ loop.index }}/{{ loop.length }}{% endfor %}"), "1/22/2");
-    EXPECT_EQ(ok("{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif %}{{ i }}{% endfor %}"),
+    EXPECT_EQ(ok("{% for i in range(5) %}{% if i == 3 %}{% break %}{% endif %}{% if i == 1 %}{% continue %}{% endif "
+                 "%}{{ i }}{% endfor %}"),
               "02");
     EXPECT_EQ(ok("{% for k, v in {'a': 1, 'b': 2}.items() %}{{ k }}{{ v }}{% endfor %}"), "a1b2");
 }
@@ -88,12 +91,15 @@ TEST(JinjaEngine, UndefinedRendersEmptyButFailsWhenUsed) {
 }
 
 TEST(JinjaEngine, PythonTypesAndErrors) {
-    EXPECT_EQ(ok("{{ none }}|{{ true }}|{{ [1, 'a', none, 1.0] }}|{{ {'a': (1,)} }}|{{ 1/2 }}|{{ -7//2 }}|{{ -7 % 3 }}"),
-              "None|True|[1, 'a', None, 1.0]|{'a': (1,)}|0.5|-4|2");
+    EXPECT_EQ(
+        ok("{{ none }}|{{ true }}|{{ [1, 'a', none, 1.0] }}|{{ {'a': (1,)} }}|{{ 1/2 }}|{{ -7//2 }}|{{ -7 % 3 }}"),
+        "None|True|[1, 'a', None, 1.0]|{'a': (1,)}|0.5|-4|2");
     EXPECT_EQ(failure("{{ 'a' + none }}"), "can only concatenate str (not \"NoneType\") to str");
     EXPECT_EQ(failure("{{ 1 < 'a' }}"), "'<' not supported between instances of 'int' and 'str'");
-    EXPECT_EQ(failure("{{ raise_exception('Conversation roles must alternate') }}"), "Conversation roles must alternate");
-    EXPECT_EQ(failure("{{ range(100001) }}"), "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
+    EXPECT_EQ(failure("{{ raise_exception('Conversation roles must alternate') }}"),
+              "Conversation roles must alternate");
+    EXPECT_EQ(failure("{{ range(100001) }}"),
+              "Range too big. The sandbox blocks ranges larger than MAX_RANGE (100000).");
     EXPECT_EQ(failure("{{ [].append(1) }}"), "access to attribute 'append' of 'list' object is unsafe.");
 }
 
@@ -125,8 +131,9 @@ TEST(JinjaEngine, WorkIsBounded) {
     // Quadratic concatenation driven by input stops at the arena bound.
     RenderLimits small;
     small.arena_bytes = 1 << 20;
-    const Rendered grow = render("{% set ns = namespace(s='') %}{% for i in range(5000) %}{% set ns.s = ns.s + x %}{% endfor %}",
-                                 R"({"x": ")" + std::string(1000, 'a') + R"("})", small);
+    const Rendered grow =
+        render("{% set ns = namespace(s='') %}{% for i in range(5000) %}{% set ns.s = ns.s + x %}{% endfor %}",
+               R"({"x": ")" + std::string(1000, 'a') + R"("})", small);
     EXPECT_FALSE(grow.ok);
     EXPECT_NE(grow.text.find("MiB"), std::string::npos) << grow.text;
     RenderLimits shallow;
@@ -148,13 +155,17 @@ TEST(JinjaEngine, TextBuiltOutsideTheArenaIsBounded) {
         EXPECT_NE(r.text.find("MiB"), std::string::npos) << source << " -> " << r.text;
     };
     // A list holding the same list twice: 40 levels are 2^40 items of text.
-    const std::string doubling = "{% set ns = namespace(a=['xy']) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}";
+    const std::string doubling =
+        "{% set ns = namespace(a=['xy']) %}{% for i in range(40) %}{% set ns.a = [ns.a, ns.a] %}{% endfor %}";
     stopsAtTheBound(doubling + "{{ ns.a }}");
     stopsAtTheBound(doubling + "{{ ns.a | tojson }}");
     stopsAtTheBound(doubling + "{{ ns.a | string | length }}");
     // Joins of joins multiply lengths.
-    stopsAtTheBound("{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s | join(ns.s) %}{% endfor %}");
-    stopsAtTheBound("{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s.replace('', ns.s) %}{% endfor %}");
+    stopsAtTheBound(
+        "{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s | join(ns.s) %}{% endfor %}");
+    stopsAtTheBound(
+        "{% set ns = namespace(s='abcdefgh') %}{% for i in range(12) %}{% set ns.s = ns.s.replace('', ns.s) %}{% "
+        "endfor %}");
     stopsAtTheBound("{{ 'x'.center(1000000000000) }}");
     stopsAtTheBound("{{ 'x'.zfill(1000000000000) }}");
     stopsAtTheBound("{{ 'x' | center(1000000000000) }}");
@@ -162,10 +173,12 @@ TEST(JinjaEngine, TextBuiltOutsideTheArenaIsBounded) {
     stopsAtTheBound("{{ ([1, 2] * 40000000) | length }}");
     EXPECT_NE(failure("{{ ([1, 2] * 4611686018427387903) | length }}").find("too long"), std::string::npos);
     // A width past sys.maxsize is Python's own error, not an overflow.
-    EXPECT_NE(failure("{{ '{:99999999999999999999}'.format('x') }}").find("Too many decimal digits"), std::string::npos);
+    EXPECT_NE(failure("{{ '{:99999999999999999999}'.format('x') }}").find("Too many decimal digits"),
+              std::string::npos);
     // Under the bound, the same operations render as before.
-    EXPECT_EQ(ok("{{ 'ab' | join('-') }}|{{ 'ab'.replace('', '.') }}|{{ 'x'.center(5, '*') }}|{{ [[1], [1]] | tojson }}"),
-              "a-b|.a.b.|**x**|[[1], [1]]");
+    EXPECT_EQ(
+        ok("{{ 'ab' | join('-') }}|{{ 'ab'.replace('', '.') }}|{{ 'x'.center(5, '*') }}|{{ [[1], [1]] | tojson }}"),
+        "a-b|.a.b.|**x**|[[1], [1]]");
 }
 
 // Every snippet renders as Python's Jinja2 renders it (or both fail).
@@ -214,7 +227,8 @@ TEST(JinjaEngine, SnippetsMatchPythonJinja2) {
         const Rendered ours = render(snippets[index], context.str());
         if (!python.at("ok").get<bool>()) {
             EXPECT_FALSE(ours.ok) << "Python failed (" << python.at("text") << ") but dpgate rendered: " << ours.text
-                                  << "\n" << snippets[index];
+                                  << "\n"
+                                  << snippets[index];
             continue;
         }
         EXPECT_TRUE(ours.ok) << ours.text << "\n" << snippets[index];

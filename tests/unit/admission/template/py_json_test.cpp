@@ -205,9 +205,7 @@ std::vector<double> floatCases(std::size_t random_count) {
     while (out.size() < random_count) {
         switch (rng.below(4)) {
             case 0:
-            case 1:
-                out.push_back(std::bit_cast<double>(rng.next()));
-                break;
+            case 1: out.push_back(std::bit_cast<double>(rng.next())); break;
             case 2: {
                 // k significant digits times a power of ten around the layout boundaries.
                 const int digits = 1 + static_cast<int>(rng.below(17));
@@ -636,17 +634,14 @@ public:
                                                          "\t"};
         const std::size_t at = boundary(doc, rng_.below(doc.size() + 1));
         switch (rng_.below(4)) {
-            case 0:
-                doc.resize(at);
-                break;
+            case 0: doc.resize(at); break;
             case 1: {
                 std::size_t end = at;
                 if (end < doc.size()) end = boundary(doc, end + 1 + rng_.below(3));
                 doc.erase(at, end - at);
                 break;
             }
-            default:
-                doc.insert(at, rng_.pick(inserts));
+            default: doc.insert(at, rng_.pick(inserts));
         }
         return doc;
     }
@@ -722,23 +717,20 @@ private:
 
     std::uint32_t scalar() {
         switch (rng_.below(5)) {
-            case 0:
-                return 0x80 + static_cast<std::uint32_t>(rng_.below(0x800 - 0x80));
+            case 0: return 0x80 + static_cast<std::uint32_t>(rng_.below(0x800 - 0x80));
             case 1: {
                 std::uint32_t cp = 0;
                 do cp = 0x800 + static_cast<std::uint32_t>(rng_.below(0x10000 - 0x800));
                 while (cp >= 0xd800 && cp <= 0xdfff);
                 return cp;
             }
-            case 2:
-                return 0x10000 + static_cast<std::uint32_t>(rng_.below(0x110000 - 0x10000));
+            case 2: return 0x10000 + static_cast<std::uint32_t>(rng_.below(0x110000 - 0x10000));
             case 3: {
                 static const std::vector<std::uint32_t> special = {0x7f,   0x85,   0xa0,   0x2028,   0x2029,
                                                                    0xfeff, 0xfffd, 0xffff, 0x10ffff, 0x1f600};
                 return rng_.pick(special);
             }
-            default:
-                return 0x20 + static_cast<std::uint32_t>(rng_.below(0x5f));
+            default: return 0x20 + static_cast<std::uint32_t>(rng_.below(0x5f));
         }
     }
 

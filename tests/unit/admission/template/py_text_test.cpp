@@ -29,9 +29,7 @@ using Parts = std::vector<std::string>;
 constexpr std::int64_t kMax = std::numeric_limits<std::int64_t>::max();
 constexpr std::int64_t kMin = std::numeric_limits<std::int64_t>::min();
 
-Parts toParts(const std::vector<std::string_view>& views) {
-    return Parts(views.begin(), views.end());
-}
+Parts toParts(const std::vector<std::string_view>& views) { return Parts(views.begin(), views.end()); }
 
 std::string utf8(char32_t c) {
     std::string out;
@@ -490,9 +488,7 @@ std::string fromHex(std::string_view hex) {
     return out;
 }
 
-bool isSurrogate(char32_t c) {
-    return c >= 0xD800 && c <= 0xDFFF;
-}
+bool isSurrogate(char32_t c) { return c >= 0xD800 && c <= 0xDFFF; }
 
 // The first line "V <version>"; false (and a reason) when it is not ours.
 bool sameUnicode(std::istream& in, std::string& why) {
@@ -682,14 +678,10 @@ public:
 
     std::string piece() {
         switch (below(10)) {
-            case 0:
-                return utf8(anyCodePoint());
-            case 1:
-                return utf8(0x0370 + below(0x90));  // the Greek block
-            case 2:
-                return utf8(0x0300 + below(0x70));  // combining marks
-            default:
-                return atoms()[below(static_cast<std::uint32_t>(atoms().size()))];
+            case 0: return utf8(anyCodePoint());
+            case 1: return utf8(0x0370 + below(0x90));  // the Greek block
+            case 2: return utf8(0x0300 + below(0x70));  // combining marks
+            default: return atoms()[below(static_cast<std::uint32_t>(atoms().size()))];
         }
     }
 
@@ -708,12 +700,9 @@ public:
     // None, a small index around the text or an extreme one.
     nlohmann::json bound(std::int64_t length) {
         switch (below(8)) {
-            case 0:
-                return nullptr;
-            case 1:
-                return below(2) == 0 ? kMin : kMax;
-            default:
-                return between(-length - 3, length + 3);
+            case 0: return nullptr;
+            case 1: return below(2) == 0 ? kMin : kMax;
+            default: return between(-length - 3, length + 3);
         }
     }
 

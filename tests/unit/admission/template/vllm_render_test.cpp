@@ -47,14 +47,17 @@ TEST(ContentFormat, DetectedAsVllmDoes) {
         EXPECT_EQ(modelTemplate(model)->defaultVariant().content_format, ContentFormat::string) << model;
     }
     auto format = [](std::string_view source) { return inlineTemplate(source)->defaultVariant().content_format; };
-    EXPECT_EQ(format("{% set msgs = messages[1:] %}{% for m in msgs %}{% for p in m['content'] %}{% endfor %}{% endfor %}"),
-              ContentFormat::openai);
-    EXPECT_EQ(format("{% for m in messages|reverse %}{% for p in m.content|selectattr('type') %}{% endfor %}{% endfor %}"),
-              ContentFormat::openai);
+    EXPECT_EQ(
+        format("{% set msgs = messages[1:] %}{% for m in msgs %}{% for p in m['content'] %}{% endfor %}{% endfor %}"),
+        ContentFormat::openai);
+    EXPECT_EQ(
+        format("{% for m in messages|reverse %}{% for p in m.content|selectattr('type') %}{% endfor %}{% endfor %}"),
+        ContentFormat::openai);
     EXPECT_EQ(format("{% for m in messages %}{{ m.content }}{% endfor %}"), ContentFormat::string);
     EXPECT_EQ(format("{% for p in message.content %}{% endfor %}"), ContentFormat::string);  // no loop over messages
     // vLLM gives up (string) when a loop target is not a plain name.
-    EXPECT_EQ(format("{% for a, b in messages %}{% for p in a.content %}{% endfor %}{% endfor %}"), ContentFormat::string);
+    EXPECT_EQ(format("{% for a, b in messages %}{% for p in a.content %}{% endfor %}{% endfor %}"),
+              ContentFormat::string);
     EXPECT_EQ(inlineTemplate("{% for m in messages %}{% endfor %}", "", "openai")->defaultVariant().content_format,
               ContentFormat::openai);
 }
@@ -86,7 +89,8 @@ TEST(ChatTemplateFiles, ChatTemplateJinjaAndNamedTemplates) {
     auto named = ChatTemplate::load(options, error);
     ASSERT_NE(named, nullptr) << error;
     EXPECT_EQ(prompt(named, chatBody(R"([{"role":"user","content":"x"}])")), "D<s>");
-    EXPECT_EQ(prompt(named, chatBody(R"([{"role":"user","content":"x"}])", R"("tools":[{"type":"function","function":{"name":"f"}}])")),
+    EXPECT_EQ(prompt(named, chatBody(R"([{"role":"user","content":"x"}])",
+                                     R"("tools":[{"type":"function","function":{"name":"f"}}])")),
               "T1");
     // chat_template.jinja beside the tokenizer wins over tokenizer_config.json's.
     std::ofstream(dir / "chat_template.jinja") << "J{{ messages|length }}";
@@ -119,19 +123,22 @@ TEST(VllmRendering, WhatTheTemplateSees) {
         "{% if m.tool_call_id is defined %} id={{ m.tool_call_id }}{% endif %}"
         "{% if m.name is defined %} name={{ m.name }}{% endif %};{% endfor %}"
         "|tools={{ tools|tojson }}|agp={{ add_generation_prompt }}|x={{ x }}|think={{ enable_thinking }}");
-    EXPECT_EQ(prompt(show, chatBody(
-                               R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"b"}],"name":"ann"},)"
-                               R"({"role":"assistant","content":null,"reasoning_content":"hm","tool_calls":[{"type":"function","function":{"arguments":"{\"n\": 1.0, \"n\": 2, \"big\": 123456789012345678901}","name":"f"},"id":"c"}]},)"
-                               R"({"role":"assistant","content":"","tool_calls":[{"type":"function","function":{"name":"g","arguments":"not json"}}]},)"
-                               R"({"role":"tool","content":"r","tool_call_id":null}])",
-                               R"("tools":[{"function":{"strict":true,"name":"f","extra":1},"type":"function","other":2}],)"
-                               R"("add_generation_prompt":false,"chat_template_kwargs":{"x":"X","enable_thinking":null},"reasoning_effort":"low")")),
-              R"(user:"a\nb" name=ann;)"
-              R"(assistant:"" calls=[{"id": "c", "function": {"arguments": {"n": 2, "big": 123456789012345678901}, "name": "f"}, "type": "function"}] reasoning=hm/hm;)"
-              R"(assistant:"" calls=[{"function": {"arguments": {}, "name": "g"}, "type": "function"}];)"
-              R"(tool:"r" id=None;)"
-              R"(|tools=[{"type": "function", "function": {"name": "f", "description": null, "parameters": null, "strict": true}}])"
-              R"(|agp=False|x=X|think=)");
+    EXPECT_EQ(
+        prompt(
+            show,
+            chatBody(
+                R"([{"role":"user","content":[{"type":"text","text":"a"},{"type":"image_url","image_url":{"url":"u"}},{"type":"text","text":"b"}],"name":"ann"},)"
+                R"({"role":"assistant","content":null,"reasoning_content":"hm","tool_calls":[{"type":"function","function":{"arguments":"{\"n\": 1.0, \"n\": 2, \"big\": 123456789012345678901}","name":"f"},"id":"c"}]},)"
+                R"({"role":"assistant","content":"","tool_calls":[{"type":"function","function":{"name":"g","arguments":"not json"}}]},)"
+                R"({"role":"tool","content":"r","tool_call_id":null}])",
+                R"("tools":[{"function":{"strict":true,"name":"f","extra":1},"type":"function","other":2}],)"
+                R"("add_generation_prompt":false,"chat_template_kwargs":{"x":"X","enable_thinking":null},"reasoning_effort":"low")")),
+        R"(user:"a\nb" name=ann;)"
+        R"(assistant:"" calls=[{"id": "c", "function": {"arguments": {"n": 2, "big": 123456789012345678901}, "name": "f"}, "type": "function"}] reasoning=hm/hm;)"
+        R"(assistant:"" calls=[{"function": {"arguments": {}, "name": "g"}, "type": "function"}];)"
+        R"(tool:"r" id=None;)"
+        R"(|tools=[{"type": "function", "function": {"name": "f", "description": null, "parameters": null, "strict": true}}])"
+        R"(|agp=False|x=X|think=)");
     // Without tools the template sees None; reasoning_effort alone sets enable_thinking.
     EXPECT_EQ(prompt(show, chatBody(R"([{"role":"user","content":"q"}])", R"("reasoning_effort":"none")")),
               R"(user:"q";|tools=null|agp=True|x=|think=False)");
@@ -140,18 +147,24 @@ TEST(VllmRendering, WhatTheTemplateSees) {
 TEST(VllmRendering, OpenAiFormatPartsAndFlattenedToolResults) {
     const auto parts = inlineTemplate(
         "{% for m in messages %}{% if m.content is string %}S:{{ m.content }}{% else %}"
-        "{% for p in m.content %}[{{ p.type }}{{ ':' ~ p.text if p.text is defined }}]{% endfor %}{% endif %};{% endfor %}");
+        "{% for p in m.content %}[{{ p.type }}{{ ':' ~ p.text if p.text is defined }}]{% endfor %}{% endif %};{% "
+        "endfor %}");
     EXPECT_EQ(parts->defaultVariant().content_format, ContentFormat::openai);
-    EXPECT_EQ(prompt(parts, chatBody(R"([{"role":"user","content":"hi"},)"
-                                     R"({"role":"user","content":[{"type":"input_image","image_url":"u"},{"type":"refusal","refusal":"no"}]},)"
-                                     R"({"role":"assistant","content":null},)"
-                                     R"({"role":"tool","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}])")),
-              "[text:hi];[image][text:no];;S:x\ny;");
+    EXPECT_EQ(
+        prompt(
+            parts,
+            chatBody(
+                R"([{"role":"user","content":"hi"},)"
+                R"({"role":"user","content":[{"type":"input_image","image_url":"u"},{"type":"refusal","refusal":"no"}]},)"
+                R"({"role":"assistant","content":null},)"
+                R"({"role":"tool","content":[{"type":"text","text":"x"},{"type":"text","text":"y"}]}])")),
+        "[text:hi];[image][text:no];;S:x\ny;");
 }
 
 TEST(VllmRendering, QwenSeesKwargsAndContinueFinalMessage) {
     const auto qwen = modelTemplate("qwen3");
-    EXPECT_EQ(prompt(qwen, chatBody(R"([{"role":"user","content":"hi"}])", R"("chat_template_kwargs":{"enable_thinking":false})")),
+    EXPECT_EQ(prompt(qwen, chatBody(R"([{"role":"user","content":"hi"}])",
+                                    R"("chat_template_kwargs":{"enable_thinking":false})")),
               "<|im_start|>user\nhi<|im_end|>\n<|im_start|>assistant\n<think>\n\n</think>\n\n");
     EXPECT_EQ(prompt(qwen, chatBody(R"([{"role":"user","content":"hi"},{"role":"assistant","content":"Once upon"}])",
                                     R"("add_generation_prompt":false,"continue_final_message":true)")),
@@ -161,20 +174,37 @@ TEST(VllmRendering, QwenSeesKwargsAndContinueFinalMessage) {
 TEST(VllmRendering, RefusedAsVllmRefuses) {
     const auto t = test::referenceChatTemplate();
     const std::string user = R"([{"role":"user","content":"hi"}])";
-    EXPECT_NE(prompt(t, chatBody(user, R"("chat_template_kwargs":{"tokenize":true})")).find("chat_template_kwargs.tokenize"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("continue_final_message":true)")).find("add_generation_prompt"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("tool_choice":"required")")).find("`tools` must be set"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})"))
-                  .find("does not match"),
+    EXPECT_NE(
+        prompt(t, chatBody(user, R"("chat_template_kwargs":{"tokenize":true})")).find("chat_template_kwargs.tokenize"),
+        std::string::npos);
+    EXPECT_NE(prompt(t, chatBody(user, R"("continue_final_message":true)")).find("add_generation_prompt"),
               std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("chat_template":"{{ 1 }}")")).find("--trust-request-chat-template"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"retrieval","function":{"name":"f"}}])")).find("tools[0].type"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"function","function":{"parameters":{}}}])")).find("tools[0].function.name"), std::string::npos);
-    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"function","function":{"name":"f","parameters":[1]}}])")).find("parameters"), std::string::npos);
+    EXPECT_NE(prompt(t, chatBody(user, R"("tool_choice":"required")")).find("`tools` must be set"), std::string::npos);
+    EXPECT_NE(
+        prompt(
+            t,
+            chatBody(
+                user,
+                R"("tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"g"}})"))
+            .find("does not match"),
+        std::string::npos);
+    EXPECT_NE(prompt(t, chatBody(user, R"("chat_template":"{{ 1 }}")")).find("--trust-request-chat-template"),
+              std::string::npos);
+    EXPECT_NE(
+        prompt(t, chatBody(user, R"("tools":[{"type":"retrieval","function":{"name":"f"}}])")).find("tools[0].type"),
+        std::string::npos);
+    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"function","function":{"parameters":{}}}])"))
+                  .find("tools[0].function.name"),
+              std::string::npos);
+    EXPECT_NE(prompt(t, chatBody(user, R"("tools":[{"type":"function","function":{"name":"f","parameters":[1]}}])"))
+                  .find("parameters"),
+              std::string::npos);
     EXPECT_NE(prompt(t, chatBody(user, R"("reasoning_effort":"extreme")")).find("reasoning_effort"), std::string::npos);
     // A template's own refusal is the message.
-    const auto strict = inlineTemplate("{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}");
-    EXPECT_EQ(prompt(strict, chatBody(R"([{"role":"user","content":"a"},{"role":"user","content":"b"}])")), "error: one message only");
+    const auto strict =
+        inlineTemplate("{% if messages|length > 1 %}{{ raise_exception('one message only') }}{% endif %}");
+    EXPECT_EQ(prompt(strict, chatBody(R"([{"role":"user","content":"a"},{"role":"user","content":"b"}])")),
+              "error: one message only");
     // tool_choice "required" with an empty list: vLLM drops the tools.
     const auto tools = inlineTemplate("{{ tools is none }}");
     EXPECT_EQ(prompt(tools, chatBody(user, R"("tools":[],"tool_choice":"required")")), "True");
@@ -185,7 +215,8 @@ TEST(VllmRendering, AddSpecialTokensAndTruncation) {
     Admitter admitter(test::referenceTokenizer(), test::referenceChatTemplate());
     const std::string user = R"([{"role":"user","content":"hi"}])";
     const std::uint64_t plain = admitter.countChat(chatBody(user)).prompt_tokens;
-    EXPECT_EQ(admitter.countChat(chatBody(user, R"("add_special_tokens":true)")).prompt_tokens, plain + 1);  // BOS again
+    EXPECT_EQ(admitter.countChat(chatBody(user, R"("add_special_tokens":true)")).prompt_tokens,
+              plain + 1);  // BOS again
     EXPECT_EQ(admitter.countChat(chatBody(user, R"("truncate_prompt_tokens":2)")).prompt_tokens, 2u);
 }
 
@@ -193,7 +224,8 @@ std::string toolsOf(std::size_t tools, std::size_t description_words) {
     std::string out = "[";
     for (std::size_t i = 0; i < tools; ++i) {
         std::string description;
-        for (std::size_t w = 0; w < description_words; ++w) description += "word" + std::to_string((i * 131 + w) % 977) + " ";
+        for (std::size_t w = 0; w < description_words; ++w)
+            description += "word" + std::to_string((i * 131 + w) % 977) + " ";
         if (i > 0) out += ",";
         out += R"({"type":"function","function":{"name":"tool)";
         out += std::to_string(i);
