@@ -261,14 +261,15 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
         failure = "unknown exception";
     }
     request_ = nullptr;
-    if (failed) keep_alive = co_await answerInternalError(record, failure);
+    if (failed) keep_alive = co_await answerInternalError(record, config, failure);
     worker_.logAccess(record);
     co_return keep_alive;
 }
 
-awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const std::string& what) {
+awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const conf::Config& config,
+                                                   const std::string& what) {
     logLine(LogLevel::error, "request " + record.request_id + ": internal error: " + what);
-    if (worker_.server().config().metrics.enabled) worker_.server().metrics().internal_errors.inc();
+    if (config.metrics.enabled) worker_.server().metrics().internal_errors.inc();
     record.rejection = "internal_error";
     if (record.status != 0) {
         // The answer had begun: the client learns of the failure from the
@@ -286,19 +287,21 @@ awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const s
     response.prepare_payload();
     record.status = 500;
     record.bytes_out = response.body().size();
-    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
+    stream_.expires_after(ms(config.limits.client_write_timeout_ms));
     co_await http::async_write(stream_, response, use_nothrow);
     co_return false;
 }
 
 awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
     response.prepare_payload();
+    // The request's own config when there is one (one snapshot per request).
+    const conf::Config& config = request_ ? request_->config : worker_.server().config();
     if (request_) {
         request_->key_lease.release();  // a complete answer: see KeyLease
         request_->record.status = response.result_int();
         request_->record.bytes_out = response.body().size();
     }
-    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
+    stream_.expires_after(ms(config.limits.client_write_timeout_ms));
     auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
     co_return !ec;
 }

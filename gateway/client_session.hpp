@@ -66,7 +66,7 @@ private:
     // connection when the answer had begun), a log line, a metric and an
     // access record.
     awaitable<bool> serve(ClientRequest& request);
-    awaitable<bool> answerInternalError(AccessRecord& record, const std::string& what);
+    awaitable<bool> answerInternalError(AccessRecord& record, const conf::Config& config, const std::string& what);
 
     Worker& worker_;
     ClientStream stream_;
