@@ -171,7 +171,26 @@ http::response<http::string_body> AdminListener::status() const {
     return jsonResponse(200, status);
 }
 
-awaitable<http::response<http::string_body>> AdminListener::flip(std::string_view target_name) {
+namespace {
+
+// The flip's body: every field optional, each of its type; nothing else.
+// The views point into `body`.
+std::string readFlipRequest(const nlohmann::json& body, AdminListener::FlipRequest& out) {
+    if (!body.is_object()) return "the body must be a JSON object";
+    for (const auto& [key, value] : body.items()) {
+        if (key != "to" && key != "expect_primary") return "unknown field '" + std::string(clipUtf8(key, 64)) + "'";
+        if (!value.is_string()) return "'" + key + "' must be a backend name (a string)";
+        std::string_view text = value.get_ref<const std::string&>();
+        if (key == "to") out.to = text;
+        else out.expect_primary = text;
+    }
+    return {};
+}
+
+}  // namespace
+
+awaitable<http::response<http::string_body>> AdminListener::flip(const FlipRequest& flip_request) {
+    const std::string_view target_name = flip_request.to;
     BackendRegistry& backends = server_.backends();
     std::optional<size_t> target;
     if (target_name.empty()) {
@@ -194,7 +213,8 @@ awaitable<http::response<http::string_body>> AdminListener::flip(std::string_vie
     const conf::Config& config = server_.config();
     ProbeResult probe =
         co_await HealthChecker::probe(backends.config(*target), config.model.id, config.health.timeout_ms);
-    std::optional<std::string> refusal = backends.flipTo(*target, probe, config.model.window_tokens);
+    std::optional<std::string> refusal =
+        backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary);
     if (refusal) {
         logLine(LogLevel::warn, "admin flip to " + backends.config(*target).name + " refused: " + *refusal);
         ApiError error = ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused");
@@ -295,8 +315,19 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
         co_return co_await backendMetrics(name);
     }
     if (post && path == "/admin/flip") {
-        std::string_view to = query.starts_with("to=") ? query.substr(3) : std::string_view();
-        co_return co_await flip(to);
+        // {"expect_primary": "A", "to": "B"} in the body; ?to=B still works.
+        FlipRequest flip_request;
+        flip_request.to = query.starts_with("to=") ? query.substr(3) : std::string_view();
+        nlohmann::json body;
+        if (!request.body().empty()) {
+            body = nlohmann::json::parse(request.body(), nullptr, false);
+            std::string shape_error = readFlipRequest(body, flip_request);
+            if (!shape_error.empty()) {
+                ApiError error = ApiError::badRequest("flip: " + shape_error, "invalid_flip_request");
+                co_return errorResponse(error);
+            }
+        }
+        co_return co_await flip(flip_request);
     }
     for (auto [prefix, drained] :
          {std::pair{std::string_view("/admin/drain/"), true}, std::pair{std::string_view("/admin/undrain/"), false}})

@@ -5,7 +5,9 @@
 #include "gateway/metrics/backend_metrics.hpp"
 #include "gateway/net.hpp"
 
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace dpgate::gateway {
@@ -19,6 +21,13 @@ public:
     void start();
     void stop();
 
+    // POST /admin/flip: the backend to make primary (empty: the standby) and,
+    // when given, the backend the operator believes is the primary now.
+    struct FlipRequest {
+        std::string_view to;
+        std::optional<std::string_view> expect_primary;
+    };
+
 private:
     awaitable<void> acceptLoop();
     awaitable<void> serve(tcp::socket socket);
@@ -27,7 +36,7 @@ private:
     // Fetches each backend's /metrics for status()'s per-rank table, at most
     // once a second per backend (monitors poll status often).
     awaitable<void> refreshRankTables();
-    awaitable<http::response<http::string_body>> flip(std::string_view target_name);
+    awaitable<http::response<http::string_body>> flip(const FlipRequest& flip_request);
     http::response<http::string_body> drain(std::string_view name, bool drained);
     http::response<http::string_body> metricsPage() const;
     awaitable<http::response<http::string_body>> backendMetrics(std::string_view name);

@@ -52,10 +52,21 @@ void BackendRegistry::setDrained(size_t index, bool drained) {
     republishLocked();
 }
 
-std::optional<std::string> BackendRegistry::flipTo(size_t target, const ProbeResult& probe, uint64_t public_window) {
+std::optional<std::string> BackendRegistry::flipTo(size_t target, const ProbeResult& probe, uint64_t public_window,
+                                                   std::optional<std::string_view> expect_primary) {
     std::lock_guard lock(mutex_);
     Backend& b = backends_.at(target);
     const std::string& name = b.config.name;
+    if (expect_primary) {
+        // Checked under the same lock as the flip: the operator flips what
+        // they think they flip, even when another flip came in between.
+        std::string current;
+        for (const Backend& other : backends_)
+            if (other.role == conf::BackendRole::primary) current = other.config.name;
+        if (current != *expect_primary)
+            return "the primary is " + (current.empty() ? std::string("none") : "'" + current + "'") + ", not '" +
+                   std::string(*expect_primary) + "' as expected";
+    }
     if (b.role == conf::BackendRole::primary) return name + " is already the primary";
     if (!probe.health_ok) return name + " is not healthy: " + (probe.error.empty() ? "probe failed" : probe.error);
     if (std::find(probe.model_ids.begin(), probe.model_ids.end(), model_id_) == probe.model_ids.end())

@@ -82,7 +82,10 @@ public:
     // proves it can serve the public window: healthy, serving the model id,
     // reporting max_model_len >= `public_window`. The old primary becomes a
     // standby. Returns the reason when it refuses.
-    std::optional<std::string> flipTo(size_t target, const ProbeResult& probe, uint64_t public_window);
+    // With `expect_primary`, it also refuses when the primary is not that
+    // backend (checked atomically with the flip).
+    std::optional<std::string> flipTo(size_t target, const ProbeResult& probe, uint64_t public_window,
+                                      std::optional<std::string_view> expect_primary = std::nullopt);
 
     std::vector<BackendView> snapshot() const;
 

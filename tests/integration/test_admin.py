@@ -99,6 +99,29 @@ def test_flip_moves_traffic_and_keeps_the_old_primary_as_standby():
             assert backend_of(gw) == "primary"
 
 
+def test_flip_names_the_primary_it_expects_and_is_refused_when_that_is_not_so():
+    with Sim() as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            status, _, body = gw.admin("POST", "/admin/flip", {"expect_primary": "standby", "to": "standby"})
+            assert status == 409, body
+            assert body["error"]["code"] == "flip_refused"
+            assert "the primary is 'primary', not 'standby' as expected" in body["error"]["message"]
+            assert backend_of(gw) == "primary"
+
+            for bad in ({"to": 5}, {"expect_primary": None}, {"other": "x"}, ["standby"]):
+                status, _, body = gw.admin("POST", "/admin/flip", bad)
+                assert status == 400 and body["error"]["code"] == "invalid_flip_request", (bad, body)
+            assert backend_of(gw) == "primary"
+
+            status, _, body = gw.admin("POST", "/admin/flip", {"expect_primary": "primary", "to": "standby"})
+            assert status == 200, body
+            assert {b["name"]: b["role"] for b in body["backends"]} == {"primary": "standby", "standby": "primary"}
+            assert backend_of(gw) == "standby"
+            # The same request again names a primary that no longer is.
+            status, _, body = gw.admin("POST", "/admin/flip", {"expect_primary": "primary", "to": "standby"})
+            assert status == 409 and "the primary is 'standby'" in body["error"]["message"]
+
+
 def test_drain_and_undrain():
     with Sim() as primary, Sim() as standby:
         with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:

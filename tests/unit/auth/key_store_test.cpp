@@ -148,8 +148,8 @@ TEST(KeyStore, NoAdminTokenMeansNoAdmin) {
 
 // The promise: the demo config's key works out of the box.
 TEST(KeyStore, DemoConfigKeyWorks) {
-    const Config config =
-        loadConfigFile(std::string(DPGATE_SOURCE_DIR) + "/conf/examples/local.yaml", {.check_files = false});
+    const conf::Config config =
+        conf::loadConfigFile(std::string(DPGATE_SOURCE_DIR) + "/conf/examples/local.yaml", {.check_files = false});
     const KeyStore store(config.auth, config.admin);
     const std::optional<KeyInfo> info = store.authenticate("Bearer sk-dpgate-local");
     ASSERT_TRUE(info);

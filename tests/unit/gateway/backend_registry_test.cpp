@@ -1,34 +1,15 @@
 #include "gateway/backend_registry.hpp"
 
+#include "two_backends.hpp"
+
 #include <gtest/gtest.h>
 
 using namespace dpgate;
 using namespace dpgate::gateway;
+using test::good;
+using test::twoBackends;
 
 namespace {
-
-conf::Config twoBackends() {
-    conf::Config c;
-    c.health.fall = 2;
-    c.health.rise = 2;
-    conf::BackendConfig primary;
-    primary.name = "primary";
-    primary.role = conf::BackendRole::primary;
-    conf::BackendConfig standby;
-    standby.name = "standby";
-    standby.role = conf::BackendRole::standby;
-    c.backends = {primary, standby};
-    return c;
-}
-
-ProbeResult good(uint64_t window = 1048576) {
-    ProbeResult r;
-    r.health_ok = true;
-    r.models_ok = true;
-    r.model_ids = {"ds-v4.1-flash-1017"};
-    r.max_model_len = window;
-    return r;
-}
 
 // The backend whose ranks requests go to now (failover: one backend's slots).
 std::optional<size_t> poolBackend(const BackendRegistry& registry) {

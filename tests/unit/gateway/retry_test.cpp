@@ -3,38 +3,18 @@
 // UpstreamConnector (the seam the Relay implements).
 #include "gateway/retry.hpp"
 
+#include "two_backends.hpp"
+
 #include <gtest/gtest.h>
 
 #include <deque>
 
 using namespace dpgate;
 using namespace dpgate::gateway;
+using test::good;
+using test::twoBackends;
 
 namespace {
-
-conf::Config twoBackends() {
-    conf::Config c;
-    c.model.id = "ds-v4.1-flash-1017";
-    c.health.fall = 2;
-    c.health.rise = 2;
-    conf::BackendConfig primary;
-    primary.name = "primary";
-    primary.role = conf::BackendRole::primary;
-    conf::BackendConfig standby;
-    standby.name = "standby";
-    standby.role = conf::BackendRole::standby;
-    c.backends = {primary, standby};
-    return c;
-}
-
-ProbeResult good() {
-    ProbeResult r;
-    r.health_ok = true;
-    r.models_ok = true;
-    r.model_ids = {"ds-v4.1-flash-1017"};
-    r.max_model_len = 1048576;
-    return r;
-}
 
 UpstreamAnswer answered(unsigned status) { return {UpstreamAnswer::Kind::answered, status, ""}; }
 UpstreamAnswer failed() { return {UpstreamAnswer::Kind::failed, 0, "Connection refused"}; }
