@@ -45,8 +45,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!rendered.is_object() || !rendered["error"]["message"].is_string()) std::abort();
     // Valid UTF-8 in, the same text out. nlohmann's parser checks UTF-8; an
     // input without backslashes that parses as a string body is UTF-8 with
-    // no quote and no control character.
-    const bool valid = input.find('\\') == std::string_view::npos &&
+    // no quote and no control character. NUL is excluded first: nlohmann's
+    // lexer reads it as the end of the input.
+    const bool valid = input.find('\0') == std::string_view::npos && input.find('\\') == std::string_view::npos &&
                        !nlohmann::json::parse("\"" + std::string(input) + "\"", nullptr, false).is_discarded();
     if (valid && rendered["error"]["message"].get<std::string>() != input) std::abort();
     return 0;
