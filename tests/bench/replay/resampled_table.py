@@ -18,6 +18,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 from resample_trace import read_trace, resample  # noqa: E402
@@ -43,7 +44,9 @@ def main():
         argv, extra = argv[:at], argv[at + 1:]
     ap = argparse.ArgumentParser()
     ap.add_argument("build")
-    ap.add_argument("--trace", default="/work/shared/traces/mooncake_synthetic_trace.jsonl")
+    # The trace lives in ../shared beside the repository (never vendored).
+    ap.add_argument("--trace", default=str(Path(__file__).resolve().parents[3] / ".." / "shared" / "traces" /
+                                          "mooncake_synthetic_trace.jsonl"))
     ap.add_argument("--seeds", type=int, default=20)
     ap.add_argument("--first-seed", type=int, default=1)
     args = ap.parse_args(argv)

@@ -3,7 +3,9 @@
 # N = 1024, 8192 and X = 1, 8. Usage: run_table.sh BUILD_DIR [TRACE] [extra dpgate-replay args]
 set -eu
 build=${1:?build dir}
-trace=${2:-/work/shared/traces/mooncake_synthetic_trace.jsonl}
+# The trace lives in ../shared beside the repository (never vendored).
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+trace=${2:-$root/../shared/traces/mooncake_synthetic_trace.jsonl}
 shift $(( $# >= 2 ? 2 : 1 ))
 echo "| N | X | policy | hit_ratio | bound | hit/bound | ttft_mean_ms | ttft_p99_ms | work_imbalance |"
 echo "|---|---|---|---|---|---|---|---|---|"

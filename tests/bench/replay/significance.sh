@@ -5,7 +5,9 @@
 set -eu
 here=$(dirname "$0")
 build=${1:?build dir}
-trace=${2:-/work/shared/traces/mooncake_synthetic_trace.jsonl}
+# The trace lives in ../shared beside the repository (never vendored).
+root=$(cd "$(dirname "$0")/../../.." && pwd)
+trace=${2:-$root/../shared/traces/mooncake_synthetic_trace.jsonl}
 shift $(( $# >= 2 ? 2 : 1 ))
 peers=${PEERS:-cache-aware cache-aware-blocks least-loaded}
 tmp=$(mktemp -d)
