@@ -16,15 +16,15 @@ admission::Verdict admitRequest(RequestContext& c) {
     admission::Verdict verdict =
         c.worker.admitter().admit(c.request.body(), c.request.body().capacity(), endpoint,
                                   c.worker.admissionLimits(c.config, c.server.backends().publicWindow()));
+    // A refusal without a code of its own is counted and answered as
+    // invalid_request_error.
+    auto* refused = std::get_if<admission::Refused>(&verdict);
+    if (refused && refused->code.empty()) refused->code = "invalid_request_error";
     if (c.metrics) {
         c.metrics->admission_seconds.observe(
             std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
-        if (auto* refused = std::get_if<admission::Refused>(&verdict))
-            c.metrics->admission_rejections.with({refused->code.empty() ? "invalid_request_error" : refused->code})
-                .inc();
+        if (refused) c.metrics->admission_rejections.with({refused->code}).inc();
     }
-    if (auto* refused = std::get_if<admission::Refused>(&verdict); refused && refused->code.empty())
-        refused->code = "invalid_request_error";
     if (auto* admitted = std::get_if<admission::Admitted>(&verdict)) {
         c.record.stream = admitted->stream;
         c.record.images = admitted->images;

@@ -103,8 +103,6 @@ public:
     // A reloaded config's work window.
     void applyReload(const conf::RoutingConfig& routing);
 
-    BackendRegistry& backends() { return backends_; }
-
 private:
     friend class SlotLease;
     RoutePlan planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool known_slot);

@@ -29,7 +29,6 @@ public:
     }
     ~KeyLease() { release(); }
 
-    bool held() const { return limiter_ != nullptr; }
     void release() noexcept {
         if (limiter_) limiter_->release(key_name_);
         limiter_.reset();
