@@ -92,6 +92,10 @@ struct RoutingConfig {
     double work_balance_factor = 1.0;
     uint64_t work_slack_tokens = 16384;
     uint64_t work_window_ms = 300'000;
+    // Failover to a standby that has no passing acceptance record matching
+    // what it reports now: false = allowed, logged and shown loudly in
+    // /admin/status; true = the standby takes no traffic (clients get 503).
+    bool failover_requires_acceptance = false;
 
     bool operator==(const RoutingConfig&) const = default;
 };
@@ -155,6 +159,22 @@ struct MetricsConfig {
     bool operator==(const MetricsConfig&) const = default;
 };
 
+// Where dpgate keeps what must survive a restart: the roles, the drained
+// set and the last flips (state.json). Empty: nothing is persisted.
+struct StateConfig {
+    std::string dir;
+
+    bool operator==(const StateConfig&) const = default;
+};
+
+// Where `dpgate accept` writes its records and where the gateway reads them
+// (flips and the public window are guarded by them).
+struct AcceptanceConfig {
+    std::string dir;
+
+    bool operator==(const AcceptanceConfig&) const = default;
+};
+
 struct Config {
     ListenConfig listen;
     AdminConfig admin;
@@ -166,6 +186,8 @@ struct Config {
     AuthConfig auth;
     LogConfig log;
     MetricsConfig metrics;
+    StateConfig state;
+    AcceptanceConfig acceptance;
     uint32_t threads = 0;     // 0 = one per core
     std::string source_path;  // the file it was loaded from (for reload)
 
@@ -191,7 +213,8 @@ private:
 };
 
 // Parses and validates; throws ConfigError. Relative paths in the file
-// (tokenizer, tls, keys_file, token_file, log.access) resolve against the
+// (tokenizer, tls, keys_file, token_file, log.access, state.dir,
+// acceptance.dir) resolve against the
 // file's folder (loadConfigText: against base_dir).
 Config loadConfigFile(const std::string& path);
 Config loadConfigText(const std::string& yaml_text, const std::string& base_dir = ".");

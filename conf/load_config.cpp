@@ -55,7 +55,7 @@ public:
 
     Config load(const Field& root) {
         const MappingReader top(root, {"listen", "admin", "model", "limits", "routing", "health", "backends", "auth",
-                                       "log", "metrics", "threads"});
+                                       "log", "metrics", "state", "acceptance", "threads"});
         if (auto f = top.get("listen")) readListen(*f);
         if (auto f = top.get("admin")) readAdmin(*f);
         checkListenersApart();
@@ -68,6 +68,8 @@ public:
         if (auto f = top.get("auth")) readAuth(*f);
         if (auto f = top.get("log")) readLog(*f);
         if (auto f = top.get("metrics")) readMetrics(*f);
+        if (auto f = top.get("state")) config_.state.dir = readDirectory(*f);
+        if (auto f = top.get("acceptance")) config_.acceptance.dir = readDirectory(*f);
         if (auto f = top.get("threads")) config_.threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
         checkPrimaries();
         return std::move(config_);
@@ -279,7 +281,7 @@ private:
 
     void readRouting(const Field& field) {
         const MappingReader m(field, {"mode", "session_header", "balance_factor", "work_balance_factor",
-                                      "work_slack_tokens", "work_window_ms"});
+                                      "work_slack_tokens", "work_window_ms", "failover_requires_acceptance"});
         RoutingConfig& routing = config_.routing;
         if (auto f = m.get("mode")) {
             const std::string mode = readString(*f);
@@ -306,6 +308,21 @@ private:
         }
         if (auto f = m.get("work_slack_tokens")) routing.work_slack_tokens = readUint(*f, 0, 1ull << 40);
         if (auto f = m.get("work_window_ms")) routing.work_window_ms = readDurationMs(*f, 1000, 86'400'000);
+        if (auto f = m.get("failover_requires_acceptance")) routing.failover_requires_acceptance = readBool(*f);
+    }
+
+    // `{dir: PATH}`: a folder dpgate writes into. It need not exist yet
+    // (dpgate creates it); an existing non-folder is refused.
+    std::string readDirectory(const Field& field) {
+        const MappingReader m(field, {"dir"});
+        std::optional<Field> f = m.get("dir");
+        if (!f) return {};
+        std::string dir = readPath(*f);
+        std::error_code ec;
+        if (options_.check_files && !dir.empty() && std::filesystem::exists(dir, ec) &&
+            !std::filesystem::is_directory(dir, ec))
+            fail(*f, "not a folder: " + dir);
+        return dir;
     }
 
     void readHealth(const Field& field) {

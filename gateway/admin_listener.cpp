@@ -41,6 +41,9 @@ awaitable<void> AdminListener::acceptLoop() {
 }
 
 awaitable<void> AdminListener::serve(tcp::socket socket) {
+    error_code peer_ec;
+    tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+    const std::string peer = peer_ec ? std::string("unknown") : remote.address().to_string();
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
     const conf::LimitsConfig& limits = server_.config().limits;
@@ -52,7 +55,7 @@ awaitable<void> AdminListener::serve(tcp::socket socket) {
         auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
         if (ec) break;
         http::request<http::string_body> request = parser.release();
-        http::response<http::string_body> response = co_await answer(request);
+        http::response<http::string_body> response = co_await answer(request, peer);
         response.keep_alive(request.keep_alive());
         response.prepare_payload();
         stream.expires_after(ms(limits.client_write_timeout_ms));
@@ -68,7 +71,8 @@ namespace {
 http::response<http::string_body> jsonResponse(unsigned status, const nlohmann::json& body) {
     http::response<http::string_body> response{static_cast<http::status>(status), 11};
     response.set(http::field::content_type, "application/json");
-    response.body() = body.dump(2) + "\n";
+    // Backends' words (errors, server headers) may hold broken UTF-8.
+    response.body() = body.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
     return response;
 }
 
@@ -119,6 +123,14 @@ nlohmann::json optionalNumber(const std::optional<double>& value) {
     return value ? nlohmann::json(*value) : nlohmann::json(nullptr);
 }
 
+nlohmann::json optionalText(const std::string& value) {
+    return value.empty() ? nlohmann::json(nullptr) : nlohmann::json(value);
+}
+
+nlohmann::json flipJson(const acceptance::FlipEvent& f) {
+    return {{"who", f.who}, {"at", f.at}, {"from", f.from}, {"to", f.to}, {"forced", f.forced}};
+}
+
 }  // namespace
 
 http::response<http::string_body> AdminListener::status() const {
@@ -148,6 +160,28 @@ http::response<http::string_body> AdminListener::status() const {
                 {"age_ms", std::chrono::duration_cast<std::chrono::milliseconds>(now - table->at).count()},
                 {"error", table->error.empty() ? nlohmann::json(nullptr) : nlohmann::json(table->error)},
                 {"parse_errors", table->table.parse_errors}};
+        // The identity it reports now, and its latest acceptance record.
+        nlohmann::json identity = nullptr;
+        if (b.identity.max_model_len != 0 || !b.identity.model_id.empty())
+            identity = {{"model_id", b.identity.model_id},
+                        {"window", b.identity.max_model_len},
+                        {"version", optionalText(b.identity.version)},
+                        {"server", optionalText(b.identity.server)}};
+        nlohmann::json accepted = nullptr;
+        const conf::BackendConfig& backend_config = backends.config(index);
+        if (auto latest = server_.records().latest(backend_config.name, backend_config.url)) {
+            nlohmann::json failed = nlohmann::json::array();
+            for (const acceptance::CheckResult& c : latest->record.checks)
+                if (!c.passed) failed.push_back(c.name);
+            std::vector<std::string> differences = acceptance::identityDifferences(latest->record.identity, b.identity);
+            accepted = {{"file", latest->file},
+                        {"time", latest->record.time},
+                        {"passed", latest->record.passed},
+                        {"identity_match", differences.empty()},
+                        {"identity_differences", differences},
+                        {"failed", std::move(failed)},
+                        {"window", latest->record.identity.max_model_len}};
+        }
         list.push_back({{"name", b.name},
                         {"url", backends.config(index).url},
                         {"role", conf::toString(b.role)},
@@ -157,6 +191,10 @@ http::response<http::string_body> AdminListener::status() const {
                         {"window", b.reported_window},
                         {"model_ids", b.model_ids},
                         {"last_error", b.last_error},
+                        {"identity", std::move(identity)},
+                        {"acceptance", std::move(accepted)},
+                        {"accepted", b.accepted},
+                        {"accepted_window", b.accepted_window},
                         {"backend_metrics", std::move(backend_metrics)},
                         {"slots", std::move(ranks)}});
     }
@@ -168,6 +206,23 @@ http::response<http::string_body> AdminListener::status() const {
                              {"requests_in_flight", server_.requestsInFlight().load()},
                              {"last_count_mismatch", server_.countCheck().lastMismatch()},
                              {"backends", std::move(list)}};
+    RoleLedger::Source source = server_.roles().source();
+    status["roles"] = {{"source", source.source},
+                       {"since", source.since},
+                       {"file", optionalText(source.file)},
+                       {"last_write_error", optionalText(source.last_write_error)}};
+    std::vector<acceptance::FlipEvent> flips = server_.roles().flips();
+    status["last_flip"] = flips.empty() ? nlohmann::json(nullptr) : flipJson(flips.front());
+    status["recent_flips"] = nlohmann::json::array();
+    for (const acceptance::FlipEvent& f : flips) status["recent_flips"].push_back(flipJson(f));
+    status["acceptance_dir"] = optionalText(server_.records().dir());
+    status["failover_requires_acceptance"] = server_.config().routing.failover_requires_acceptance;
+    if (std::optional<UnacceptedFailover> failover = backends.unacceptedFailover())
+        status["failover_unaccepted"] = {{"backend", failover->backends},
+                                         {"at", failover->at},
+                                         {"blocked", failover->blocked},
+                                         {"message", failover->message}};
+    else status["failover_unaccepted"] = nullptr;
     return jsonResponse(200, status);
 }
 
@@ -178,10 +233,18 @@ namespace {
 std::string readFlipRequest(const nlohmann::json& body, AdminListener::FlipRequest& out) {
     if (!body.is_object()) return "the body must be a JSON object";
     for (const auto& [key, value] : body.items()) {
-        if (key != "to" && key != "expect_primary") return "unknown field '" + std::string(clipUtf8(key, 64)) + "'";
-        if (!value.is_string()) return "'" + key + "' must be a backend name (a string)";
+        if (key == "force") {
+            if (!value.is_boolean()) return "'force' must be true or false";
+            out.force = value.get<bool>();
+            continue;
+        }
+        if (key != "to" && key != "expect_primary" && key != "by")
+            return "unknown field '" + std::string(clipUtf8(key, 64)) + "'";
+        if (!value.is_string())
+            return "'" + key + "' must be a " + (key == "by" ? "name" : "backend name") + " (a string)";
         std::string_view text = value.get_ref<const std::string&>();
         if (key == "to") out.to = text;
+        else if (key == "by") out.by = std::string(clipUtf8(text, 100));
         else out.expect_primary = text;
     }
     return {};
@@ -211,18 +274,51 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     // Identity is proved now, not remembered: a standby that was fine a probe
     // interval ago may have been restarted with another model or window.
     const conf::Config& config = server_.config();
-    ProbeResult probe =
-        co_await HealthChecker::probe(backends.config(*target), config.model.id, config.health.timeout_ms);
+    const conf::BackendConfig& target_config = backends.config(*target);
+    const std::string& who = flip_request.by;
+    ProbeResult probe = co_await HealthChecker::probe(target_config, config.model.id, config.health.timeout_ms);
+    // The record check: a passing acceptance record of the target whose
+    // identity is what the target reports now (a changed build needs a new one).
+    std::string record_note;
+    // The live checks first (they say the most), then the record.
+    if (std::optional<std::string> refusal =
+            backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary, false)) {
+        logLine(LogLevel::warn, "admin flip to " + target_config.name + " by " + who + " refused: " + *refusal);
+        co_return errorResponse(ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused"));
+    }
+    if (!flip_request.force) {
+        server_.refreshAcceptance();
+        std::string why_not;
+        std::optional<acceptance::RecordStore::Found> record = server_.records().matching(
+            target_config.name, target_config.url, identityOf(config.model.id, probe), why_not);
+        if (!record) {
+            std::string message = "flip refused: " + target_config.name + " is not accepted: " + why_not +
+                                  ". Run `dpgate accept --backend " + target_config.name +
+                                  "`, or send \"force\": true to flip without a record.";
+            logLine(LogLevel::warn, "admin flip to " + target_config.name + " by " + who + " refused: " + why_not);
+            co_return errorResponse(ApiError::conflict(message, "flip_refused"));
+        }
+        record_note = ", accepted " + record->record.time;
+    }
+    const std::string from = backends.primaryName();
     std::optional<std::string> refusal =
         backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary);
     if (refusal) {
-        logLine(LogLevel::warn, "admin flip to " + backends.config(*target).name + " refused: " + *refusal);
+        logLine(LogLevel::warn, "admin flip to " + target_config.name + " by " + who + " refused: " + *refusal);
         ApiError error = ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused");
         co_return errorResponse(error);
     }
     server_.metrics().flips.inc();
-    logLine(LogLevel::info, "admin flip: " + backends.config(*target).name + " is now the primary (window " +
-                                std::to_string(probe.max_model_len) + ")");
+    if (flip_request.force) {
+        server_.metrics().forced_flips.inc();
+        logLine(LogLevel::warn, "admin FORCED flip by " + who + ": " + target_config.name +
+                                    " is now the primary without an acceptance-record check");
+    }
+    server_.roles().recordFlip({who, acceptance::utcNow(), from, target_config.name, flip_request.force}, backends);
+    server_.refreshAcceptance();
+    logLine(LogLevel::info, "admin flip by " + who + ": " + target_config.name + " is now the primary (was " +
+                                (from.empty() ? "none" : from) + ", window " + std::to_string(probe.max_model_len) +
+                                record_note + ")");
     co_return status();
 }
 
@@ -271,11 +367,13 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
         return errorResponse(error);
     }
     backends.setDrained(*index, drained);
+    server_.roles().persist(backends);
     logLine(LogLevel::info, std::string("admin ") + (drained ? "drain " : "undrain ") + std::string(name));
     return status();
 }
 
-awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
+awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request,
+                                                                   const std::string& peer) {
     // Every admin endpoint needs the admin token; client keys do not open it.
     std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
@@ -327,6 +425,7 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
                 co_return errorResponse(error);
             }
         }
+        if (flip_request.by.empty()) flip_request.by = "admin@" + peer;
         co_return co_await flip(flip_request);
     }
     for (auto [prefix, drained] :

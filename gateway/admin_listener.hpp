@@ -23,15 +23,21 @@ public:
 
     // POST /admin/flip: the backend to make primary (empty: the standby) and,
     // when given, the backend the operator believes is the primary now.
+    // "by" names who flips (the flip log and state keep it; default
+    // "admin@<peer address>"); "force" skips the acceptance-record check
+    // (never the live health, model and window check).
     struct FlipRequest {
         std::string_view to;
         std::optional<std::string_view> expect_primary;
+        std::string by;
+        bool force = false;
     };
 
 private:
     awaitable<void> acceptLoop();
     awaitable<void> serve(tcp::socket socket);
-    awaitable<http::response<http::string_body>> answer(const http::request<http::string_body>& request);
+    awaitable<http::response<http::string_body>> answer(const http::request<http::string_body>& request,
+                                                        const std::string& peer);
     http::response<http::string_body> status() const;
     // Fetches each backend's /metrics for status()'s per-rank table, at most
     // once a second per backend (monitors poll status often).

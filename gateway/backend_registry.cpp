@@ -1,5 +1,7 @@
 #include "gateway/backend_registry.hpp"
 
+#include "gateway/log.hpp"
+
 #include <algorithm>
 
 namespace dpgate::gateway {
@@ -15,16 +17,26 @@ routing::SlotChooserOptions chooserOptions(const conf::RoutingConfig& routing) {
 
 }  // namespace
 
+acceptance::BackendIdentity identityOf(const std::string& model_id, const std::vector<std::string>& model_ids,
+                                       uint64_t max_model_len, const std::string& version, const std::string& server) {
+    bool serves = std::find(model_ids.begin(), model_ids.end(), model_id) != model_ids.end();
+    return {serves ? model_id : model_ids.empty() ? std::string() : model_ids.front(), max_model_len, version, server};
+}
+
+acceptance::BackendIdentity identityOf(const std::string& model_id, const ProbeResult& probe) {
+    return identityOf(model_id, probe.model_ids, probe.max_model_len, probe.version, probe.server);
+}
+
 BackendRegistry::BackendRegistry(const conf::Config& config)
     : model_id_(config.model.id),
       configured_window_(config.model.window_tokens),
       mode_(config.routing.mode),
+      failover_requires_acceptance_(config.routing.failover_requires_acceptance),
       chooser_options_(chooserOptions(config.routing)),
       public_window_(config.model.window_tokens) {
     size_t slots = 0;
     for (const auto& b : config.backends) {
-        Backend backend{b, routing::HealthState(config.health.fall, config.health.rise), b.role, false, 0, {}, {}};
-        backends_.push_back(std::move(backend));
+        backends_.emplace_back(b, routing::HealthState(config.health.fall, config.health.rise));
         load_offset_.push_back(slots);
         slots += b.dp_ranks;
     }
@@ -42,8 +54,48 @@ void BackendRegistry::applyReload(uint64_t configured_window, const conf::Routin
     std::lock_guard lock(mutex_);
     configured_window_ = configured_window;
     chooser_options_ = chooserOptions(routing);
+    failover_requires_acceptance_ = routing.failover_requires_acceptance;
     table_mask_ = ~uint64_t{0};  // rebuild the table with the new factor
     republishLocked();
+}
+
+void BackendRegistry::applyRoles(const std::string& primary, const std::vector<std::string>& drained) {
+    std::lock_guard lock(mutex_);
+    for (Backend& b : backends_) {
+        if (!primary.empty())
+            b.role = b.config.name == primary ? conf::BackendRole::primary : conf::BackendRole::standby;
+        b.drained = std::find(drained.begin(), drained.end(), b.config.name) != drained.end();
+    }
+    table_mask_ = ~uint64_t{0};
+    republishLocked();
+}
+
+void BackendRegistry::setAcceptance(size_t index, bool matches, uint64_t accepted_window) {
+    std::lock_guard lock(mutex_);
+    Backend& b = backends_.at(index);
+    if (b.accepted == matches && b.accepted_window == accepted_window) return;
+    b.accepted = matches;
+    b.accepted_window = accepted_window;
+    table_mask_ = ~uint64_t{0};  // failover's pool may change with it
+    republishLocked();
+}
+
+acceptance::BackendIdentity BackendRegistry::identity(size_t index) const {
+    std::lock_guard lock(mutex_);
+    const Backend& b = backends_.at(index);
+    return identityOf(model_id_, b.model_ids, b.reported_window, b.version, b.server);
+}
+
+std::string BackendRegistry::primaryName() const {
+    std::lock_guard lock(mutex_);
+    for (const Backend& b : backends_)
+        if (b.role == conf::BackendRole::primary) return b.config.name;
+    return {};
+}
+
+std::optional<UnacceptedFailover> BackendRegistry::unacceptedFailover() const {
+    std::lock_guard lock(mutex_);
+    return unaccepted_failover_;
 }
 
 void BackendRegistry::setDrained(size_t index, bool drained) {
@@ -53,7 +105,7 @@ void BackendRegistry::setDrained(size_t index, bool drained) {
 }
 
 std::optional<std::string> BackendRegistry::flipTo(size_t target, const ProbeResult& probe, uint64_t public_window,
-                                                   std::optional<std::string_view> expect_primary) {
+                                                   std::optional<std::string_view> expect_primary, bool apply) {
     std::lock_guard lock(mutex_);
     Backend& b = backends_.at(target);
     const std::string& name = b.config.name;
@@ -75,11 +127,14 @@ std::optional<std::string> BackendRegistry::flipTo(size_t target, const ProbeRes
         return name + " reports window " + std::to_string(probe.max_model_len) + ", public window is " +
                std::to_string(public_window);
     if (b.drained) return name + " is drained";
+    if (!apply) return std::nullopt;
     for (Backend& other : backends_)
         if (other.role == conf::BackendRole::primary) other.role = conf::BackendRole::standby;
     b.role = conf::BackendRole::primary;
     b.reported_window = probe.max_model_len;
     b.model_ids = probe.model_ids;
+    b.version = probe.version;
+    b.server = probe.server;
     b.health.probeSucceeded();
     table_mask_ = ~uint64_t{0};  // the pool changed even if routability did not
     republishLocked();
@@ -102,6 +157,8 @@ void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
     if (result.models_ok) {
         b.model_ids = result.model_ids;
         if (result.max_model_len != 0) b.reported_window = result.max_model_len;
+        b.version = result.version;
+        b.server = result.server;
     }
     if (result.health_ok && result.models_ok && serves_model) {
         b.health.probeSucceeded();
@@ -122,6 +179,8 @@ void BackendRegistry::republishLocked() {
         const Backend& b = backends_[i];
         if (b.health.up() && !b.drained) mask |= uint64_t{1} << i;
         if (b.reported_window != 0) window = std::min(window, b.reported_window);
+        // A backend with acceptance records serves no more than it was accepted at.
+        if (b.accepted_window != 0) window = std::min(window, b.accepted_window);
     }
     public_window_.store(window, std::memory_order_relaxed);
     routable_mask_.store(mask, std::memory_order_release);
@@ -134,7 +193,12 @@ void BackendRegistry::republishLocked() {
         uint64_t primaries = 0;
         for (size_t i = 0; i < backends_.size(); ++i)
             if (backends_[i].role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
-        if (mask & primaries) pool = mask & primaries;
+        if (mask & primaries) {
+            pool = mask & primaries;
+            unaccepted_failover_.reset();
+        } else {
+            pool = noteFailoverLocked(mask & ~primaries);
+        }
     }
     std::vector<routing::Slot> slots;
     std::vector<size_t> load_index;
@@ -150,6 +214,32 @@ void BackendRegistry::republishLocked() {
     std::atomic_store(&table_, std::shared_ptr<const RoutingTable>(std::move(table)));
 }
 
+uint64_t BackendRegistry::noteFailoverLocked(uint64_t standbys) {
+    uint64_t unaccepted = 0;
+    std::string names;
+    for (size_t i = 0; i < backends_.size(); ++i)
+        if (((standbys >> i) & 1) && !backends_[i].accepted) {
+            unaccepted |= uint64_t{1} << i;
+            names += (names.empty() ? "" : ", ") + backends_[i].config.name;
+        }
+    if (unaccepted == 0) {
+        unaccepted_failover_.reset();
+        return standbys;
+    }
+    const bool blocked = failover_requires_acceptance_;
+    if (!unaccepted_failover_ || unaccepted_failover_->backends != names || unaccepted_failover_->blocked != blocked) {
+        std::string message =
+            blocked ? "the primary is down and standby " + names +
+                          " has no passing acceptance record matching what it reports: it takes no traffic "
+                          "(routing.failover_requires_acceptance)"
+                    : "FAILOVER TO UNACCEPTED STANDBY: the primary is down and " + names +
+                          " takes its traffic without a passing acceptance record matching what it reports";
+        unaccepted_failover_ = UnacceptedFailover{names, acceptance::utcNow(), blocked, message};
+        logLine(LogLevel::error, message);
+    }
+    return blocked ? standbys & ~unaccepted : standbys;
+}
+
 bool BackendRegistry::routable(size_t index) const {
     return (routable_mask_.load(std::memory_order_acquire) >> index) & 1;
 }
@@ -158,7 +248,9 @@ std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids, b.last_error});
+        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids, b.last_error,
+                       identityOf(model_id_, b.model_ids, b.reported_window, b.version, b.server), b.accepted,
+                       b.accepted_window});
     return out;
 }
 

@@ -9,21 +9,34 @@
 namespace dpgate::gateway {
 namespace {
 
-awaitable<std::pair<error_code, http::response<http::string_body>>> get(beast::tcp_stream& stream,
-                                                                        beast::flat_buffer& buffer,
-                                                                        const conf::BackendConfig& backend,
-                                                                        const char* target) {
-    http::request<http::empty_body> request{http::verb::get, target, 11};
+awaitable<std::pair<error_code, http::response<http::string_body>>> exchange(
+    beast::tcp_stream& stream, beast::flat_buffer& buffer, const conf::BackendConfig& backend, http::verb method,
+    const std::string& target, const std::string& body, const std::vector<std::pair<std::string, std::string>>& headers,
+    size_t body_limit) {
+    http::request<http::string_body> request{method, target, 11};
     request.set(http::field::host, backend.host + ":" + std::to_string(backend.port));
     request.set(http::field::user_agent, "dpgate-health");
+    for (const auto& [name, value] : headers) request.set(name, value);
+    if (method != http::verb::get) {
+        request.set(http::field::content_type, "application/json");
+        request.body() = body;
+        request.prepare_payload();
+    }
     request.keep_alive(true);
     http::response<http::string_body> response;
     auto [wec, wn] = co_await http::async_write(stream, request, use_nothrow);
     if (wec) co_return std::pair{wec, std::move(response)};
     http::response_parser<http::string_body> parser;
-    parser.body_limit(4 * 1024 * 1024);
+    parser.body_limit(body_limit);
     auto [rec, rn] = co_await http::async_read(stream, buffer, parser, use_nothrow);
     co_return std::pair{rec, parser.release()};
+}
+
+awaitable<std::pair<error_code, http::response<http::string_body>>> get(beast::tcp_stream& stream,
+                                                                        beast::flat_buffer& buffer,
+                                                                        const conf::BackendConfig& backend,
+                                                                        const char* target) {
+    co_return co_await exchange(stream, buffer, backend, http::verb::get, target, {}, {}, 4 * 1024 * 1024);
 }
 
 // A fresh connection to the backend; the error text when it cannot be made.
@@ -84,12 +97,22 @@ awaitable<ProbeResult> HealthChecker::probe(const conf::BackendConfig& backend, 
         co_return result;
     }
     result.models_ok = true;
+    result.server = std::string(models[http::field::server]);
     for (const auto& m : list["data"]) {
         if (!m.is_object() || !m.contains("id") || !m["id"].is_string()) continue;
         std::string id = m["id"].get<std::string>();
         if (id == model_id && m.contains("max_model_len") && m["max_model_len"].is_number_unsigned())
             result.max_model_len = m["max_model_len"].get<uint64_t>();
         result.model_ids.push_back(std::move(id));
+    }
+    // What the backend says of its build (vLLM: {"version": "0.9.1"}); part
+    // of the identity acceptance records are matched against.
+    if (!models.keep_alive()) co_return result;
+    auto [vec, version] = co_await get(stream, buffer, backend, "/version");
+    if (!vec && version.result_int() == 200) {
+        auto doc = nlohmann::json::parse(version.body(), nullptr, /*allow_exceptions=*/false);
+        if (doc.is_object() && doc.contains("version") && doc["version"].is_string())
+            result.version = doc["version"].get<std::string>().substr(0, 200);
     }
     co_return result;
 }
@@ -110,6 +133,28 @@ awaitable<HealthChecker::Fetched> HealthChecker::fetch(const conf::BackendConfig
     }
     fetched.status = response.result_int();
     fetched.content_type = std::string(response[http::field::content_type]);
+    fetched.server = std::string(response[http::field::server]);
+    fetched.body = std::move(response.body());
+    co_return fetched;
+}
+
+awaitable<HealthChecker::Fetched> HealthChecker::call(const conf::BackendConfig& backend, const Call& call) {
+    Fetched fetched;
+    auto executor = co_await net::this_coro::executor;
+    beast::tcp_stream stream(executor);
+    beast::flat_buffer buffer;
+    stream.expires_after(ms(call.timeout_ms));
+    fetched.error = co_await connectTo(stream, backend);
+    if (!fetched.error.empty()) co_return fetched;
+    auto [ec, response] =
+        co_await exchange(stream, buffer, backend, call.method, call.target, call.body, call.headers, call.body_limit);
+    if (ec) {
+        fetched.error = std::string(http::to_string(call.method)) + " " + call.target + ": " + ec.message();
+        co_return fetched;
+    }
+    fetched.status = response.result_int();
+    fetched.content_type = std::string(response[http::field::content_type]);
+    fetched.server = std::string(response[http::field::server]);
     fetched.body = std::move(response.body());
     co_return fetched;
 }

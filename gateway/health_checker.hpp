@@ -28,10 +28,22 @@ public:
     struct Fetched {
         unsigned status = 0;
         std::string content_type;
+        std::string server;  // the Server header
         std::string body;
         std::string error;
     };
     static awaitable<Fetched> fetch(const conf::BackendConfig& backend, const char* target, uint64_t timeout_ms);
+
+    // Any request on a fresh connection (`dpgate accept` posts with it).
+    struct Call {
+        http::verb method = http::verb::get;
+        std::string target;
+        std::string body;  // sent as application/json unless GET
+        std::vector<std::pair<std::string, std::string>> headers;
+        uint64_t timeout_ms = 60000;
+        size_t body_limit = 64 * 1024 * 1024;
+    };
+    static awaitable<Fetched> call(const conf::BackendConfig& backend, const Call& call);
 
 private:
     awaitable<void> loop(size_t index);

@@ -1,6 +1,7 @@
 // dpgate: the gateway process and its operator subcommands.
 #include "admission/tokens_cli.hpp"
 #include "conf/config.hpp"
+#include "gateway/acceptance/accept_cli.hpp"
 #include "gateway/auth/keys_cli.hpp"
 #include "gateway/log.hpp"
 #include "gateway/model_files.hpp"
@@ -21,11 +22,17 @@ namespace {
 constexpr const char* kUsage = R"(dpgate — one OpenAI-compatible endpoint in front of DeepSeek DP-rank backends
 
 usage:
-  dpgate serve --config FILE      run the gateway (SIGTERM/SIGINT drain and exit 0)
+  dpgate serve --config FILE [--ignore-state]
+                                  run the gateway (SIGTERM/SIGINT drain and exit 0); roles resume
+                                  from state.dir unless --ignore-state
   dpgate check --config FILE      validate a config file and print its summary
   dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]
   dpgate keys list --file F | dpgate keys remove NAME --file F
                                   manage client API keys (the key is printed once; only its hash is stored)
+  dpgate accept --config FILE --backend NAME [--out DIR]
+                                  the acceptance checklist against one backend; saves its record
+  dpgate accept --compare OLD.json NEW.json
+                                  what changed between two acceptance records
   dpgate tokens --tokenizer PATH [--chat-template FILE] [--jsonl] [--show-prompt]
                                   exact token counts of stdin (text, or chat bodies per line,
                                   rendered with the model's chat template as vLLM does)
@@ -40,12 +47,15 @@ int usageError(const std::string& message) {
     return 2;
 }
 
-// `--config FILE` from argv[first..]; empty when absent.
-std::string configArgument(int argc, char** argv, int first, std::string& error) {
+// `--config FILE` from argv[first..]; empty when absent. `--ignore-state`
+// sets *ignore_state when it is given (serve only).
+std::string configArgument(int argc, char** argv, int first, std::string& error, bool* ignore_state = nullptr) {
     std::string path;
     for (int i = first; i < argc; ++i) {
         std::string arg = argv[i];
-        if (arg == "--config" && i + 1 < argc) {
+        if (arg == "--ignore-state" && ignore_state) {
+            *ignore_state = true;
+        } else if (arg == "--config" && i + 1 < argc) {
             path = argv[++i];
         } else if (arg.rfind("--config=", 0) == 0) {
             path = arg.substr(9);
@@ -84,9 +94,11 @@ int main(int argc, char** argv) {
     }
     if (command == "tokens") return admission::runTokensCli(argc - 2, argv + 2);
     if (command == "keys") return auth::runKeysCli(argc - 2, argv + 2);
+    if (command == "accept") return acceptance::runAcceptCli(argc - 2, argv + 2, DPGATE_VERSION);
     if (command == "serve" || command == "check") {
         std::string error;
-        std::string path = configArgument(argc, argv, 2, error);
+        bool ignore_state = false;
+        std::string path = configArgument(argc, argv, 2, error, command == "serve" ? &ignore_state : nullptr);
         if (!error.empty()) return usageError(error);
         conf::Config config;
         try {
@@ -112,7 +124,7 @@ int main(int argc, char** argv) {
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();
         try {
-            gateway::Server server(std::move(config));
+            gateway::Server server(std::move(config), {.ignore_state = ignore_state});
             return server.run();
         } catch (const std::exception& e) {
             std::cerr << "dpgate: " << e.what() << "\n";

@@ -47,7 +47,7 @@ conf::Config withPlainUpstreams(conf::Config config) {
 }
 }  // namespace
 
-Server::Server(conf::Config config)
+Server::Server(conf::Config config, ServeOptions options)
     : config_(withThreads(withPlainUpstreams(std::move(config)))),
       current_(&config_),
       model_files_(loadAndReport(config_.model)),
@@ -57,7 +57,18 @@ Server::Server(conf::Config config)
       key_limiter_(std::make_shared<auth::KeyLimiter>(config_.auth)),
       backends_(config_),
       router_(backends_, config_),
-      count_check_(metrics_, config_.backends) {
+      count_check_(metrics_, config_.backends),
+      roles_(config_, options.ignore_state),
+      records_(config_.acceptance.dir) {
+    if (const std::optional<acceptance::RoleState>& state = roles_.resumed()) {
+        backends_.applyRoles(state->primary, state->drained);
+        std::string drained;
+        for (const std::string& name : state->drained) drained += " " + name;
+        logLine(LogLevel::info, "state: roles resumed from " + roles_.source().file + " (written " + state->written_at +
+                                    "): primary " + (state->primary.empty() ? "none" : state->primary) +
+                                    (drained.empty() ? "" : ", drained:" + drained));
+    }
+    refreshAcceptance();
     idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
@@ -65,6 +76,7 @@ Server::Server(conf::Config config)
 Server::~Server() {
     // I/O objects that live on a worker's io_context go before the workers.
     drain_timer_.reset();
+    acceptance_timer_.reset();
     admin_.reset();
     health_.reset();
     workers_.clear();
@@ -87,6 +99,18 @@ int Server::run() {
 
     health_ = std::make_unique<HealthChecker>(io, *this, backends_);
     health_->start();
+
+    // Records `dpgate accept` writes while dpgate runs count within a probe
+    // interval; so does a backend's identity changing under its record.
+    acceptance_timer_ = std::make_unique<net::steady_timer>(io);
+    std::function<void(const error_code&)> on_tick = [&](const error_code& ec) {
+        if (ec || shutting_down_) return;
+        refreshAcceptance();
+        acceptance_timer_->expires_after(ms(config().health.interval_ms));
+        acceptance_timer_->async_wait(on_tick);
+    };
+    acceptance_timer_->expires_after(ms(config_.health.interval_ms));
+    acceptance_timer_->async_wait(on_tick);
 
     net::signal_set signals(io, SIGINT, SIGTERM);
     signals.add(SIGHUP);
@@ -138,6 +162,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.model.chat_template_content_format != next.model.chat_template_content_format)
         return "model.chat_template_content_format";
     if (running.routing.mode != next.routing.mode) return "routing.mode";
+    if (running.state.dir != next.state.dir) return "state.dir";
     if (running.backends.size() != next.backends.size()) return "backends";
     for (size_t i = 0; i < running.backends.size(); ++i) {
         const auto& a = running.backends[i];
@@ -174,6 +199,7 @@ std::optional<std::string> Server::reload() {
         return "conf: " + key + ": cannot change without a restart; the running config stays";
     backends_.applyReload(next->model.window_tokens, next->routing);
     router_.applyReload(next->routing);
+    records_.setDir(next->acceptance.dir);
     std::atomic_store(&keys_, keys);
     std::atomic_store(&access_log_, access_log);
     std::atomic_store(&tls_, tls);
@@ -184,6 +210,18 @@ std::optional<std::string> Server::reload() {
     current_.store(published, std::memory_order_release);
     logLine(LogLevel::info, "reloaded " + published->source_path);
     return std::nullopt;
+}
+
+void Server::refreshAcceptance() {
+    records_.refresh();
+    const conf::Config& config = this->config();
+    for (size_t i = 0; i < backends_.size(); ++i) {
+        const conf::BackendConfig& b = backends_.config(i);
+        std::string why_not;
+        bool matches = records_.matching(b.name, b.url, backends_.identity(i), why_not).has_value();
+        backends_.setAcceptance(i, matches, records_.acceptedWindow(b.name, b.url, config.model.id));
+    }
+    metrics_.unaccepted_failover.set(backends_.unacceptedFailover() ? 1 : 0);
 }
 
 void Server::beginShutdown() {

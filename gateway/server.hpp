@@ -4,6 +4,7 @@
 
 #include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
+#include "gateway/acceptance/record_store.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/auth/key_limiter.hpp"
 #include "gateway/auth/key_store.hpp"
@@ -12,6 +13,7 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/net.hpp"
+#include "gateway/role_ledger.hpp"
 #include "gateway/router.hpp"
 
 #include <boost/asio/ssl/context.hpp>
@@ -28,9 +30,13 @@ class Worker;
 class HealthChecker;
 class AdminListener;
 
+struct ServeOptions {
+    bool ignore_state = false;  // --ignore-state: roles from the config, not state.dir
+};
+
 class Server {
 public:
-    explicit Server(conf::Config config);
+    explicit Server(conf::Config config, ServeOptions options = {});
     ~Server();
 
     // Binds, serves until SIGTERM/SIGINT and the drain that follows. Returns
@@ -54,6 +60,13 @@ public:
     metrics::GatewayMetrics& metrics() { return metrics_; }
     // dpgate's prompt counts against the backends' usage (count_check.hpp).
     CountCheck& countCheck() { return count_check_; }
+    // Roles resumed from and written to state.dir (role_ledger.hpp).
+    RoleLedger& roles() { return roles_; }
+    // The acceptance records in acceptance.dir.
+    acceptance::RecordStore& records() { return records_; }
+    // Rereads acceptance.dir and tells the registry, per backend, whether a
+    // passing record matches what it reports now (and the window accepted).
+    void refreshAcceptance();
     // Where access-log lines go; reopened on reload (log rotation).
     std::shared_ptr<AccessLogSink> accessLog() const { return std::atomic_load(&access_log_); }
     // The client listener's TLS context (null: plain HTTP); rebuilt on
@@ -85,6 +98,9 @@ private:
     BackendRegistry backends_;
     Router router_;
     CountCheck count_check_;
+    RoleLedger roles_;
+    acceptance::RecordStore records_;
+    std::unique_ptr<net::steady_timer> acceptance_timer_;
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.
     std::atomic<int64_t> open_connections_{0};

@@ -68,6 +68,17 @@ GatewayMetrics::GatewayMetrics()
                                    "had begun. Each is logged with its request id.")
                           .with({})),
       flips(registry.counter("dpgate_flips_total", "Primary/standby flips performed.").with({})),
+      forced_flips(registry
+                       .counter("dpgate_forced_flips_total",
+                                "Flips made with \"force\": true, without a matching acceptance record (also counted "
+                                "in dpgate_flips_total).")
+                       .with({})),
+      unaccepted_failover(registry
+                              .gauge("dpgate_unaccepted_failover",
+                                     "1 while the primary is down and a standby without a passing acceptance record "
+                                     "matching what it reports takes (or, under routing.failover_requires_acceptance, "
+                                     "is refused) its traffic.")
+                              .with({})),
       public_window_tokens(
           registry.gauge("dpgate_public_window_tokens", "Context window advertised to clients, in tokens.").with({})),
       stream_aborts(registry.counter("dpgate_stream_aborts_total",

@@ -34,6 +34,8 @@ struct GatewayMetrics {
     Counter& upstream_retries;              // dpgate_upstream_retries_total
     Counter& internal_errors;               // dpgate_internal_errors_total
     Counter& flips;                         // dpgate_flips_total
+    Counter& forced_flips;                  // dpgate_forced_flips_total
+    Gauge& unaccepted_failover;             // dpgate_unaccepted_failover
     Gauge& public_window_tokens;            // dpgate_public_window_tokens
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
     CounterFamily& count_checks;            // dpgate_count_checks_total{backend}

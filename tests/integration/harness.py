@@ -450,12 +450,12 @@ class Gateway:
     """
 
     def __init__(self, config: dict, timeout: float = 15.0, wait_healthy: bool = True,
-                 binary: Path | None = None):
+                 binary: Path | None = None, extra_args: Sequence[str] = ()):
         self.config = config
         self._dir = Path(tempfile.mkdtemp(prefix="dpgate-gw-"))
         self.config_path = self._dir / "dpgate.yaml"
         self.config_path.write_text(json.dumps(config, indent=2))
-        argv = [str(binary or bin_dir() / "dpgate"), "serve", "--config", str(self.config_path)]
+        argv = [str(binary or bin_dir() / "dpgate"), "serve", "--config", str(self.config_path), *extra_args]
         self.process = start_process(argv, "dpgate listening on", timeout, log_dir=self._dir, name="dpgate")
         line = next(l for l in self.process.stdout().splitlines() if l.startswith("dpgate listening on"))
         # "dpgate listening on 127.0.0.1:PORT (admin 127.0.0.1:PORT, N threads)"

@@ -86,16 +86,20 @@ def test_flip_is_refused_when_the_standby_is_down():
 
 
 def test_flip_moves_traffic_and_keeps_the_old_primary_as_standby():
+    # Forced: these backends have no acceptance records (test_acceptance.py
+    # covers flips guarded by records).
     with Sim() as primary, Sim() as standby:
         with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
             assert backend_of(gw) == "primary"
             status, _, body = gw.admin("POST", "/admin/flip")
+            assert status == 409 and "standby is not accepted" in body["error"]["message"], body
+            status, _, body = gw.admin("POST", "/admin/flip", {"force": True})
             assert status == 200, body
             roles = {b["name"]: b["role"] for b in body["backends"]}
             assert roles == {"primary": "standby", "standby": "primary"}
             assert backend_of(gw) == "standby"
             # And back.
-            assert gw.admin("POST", "/admin/flip?to=primary")[0] == 200
+            assert gw.admin("POST", "/admin/flip?to=primary", {"force": True})[0] == 200
             assert backend_of(gw) == "primary"
 
 
@@ -108,17 +112,19 @@ def test_flip_names_the_primary_it_expects_and_is_refused_when_that_is_not_so():
             assert "the primary is 'primary', not 'standby' as expected" in body["error"]["message"]
             assert backend_of(gw) == "primary"
 
-            for bad in ({"to": 5}, {"expect_primary": None}, {"other": "x"}, ["standby"]):
+            for bad in ({"to": 5}, {"expect_primary": None}, {"other": "x"}, ["standby"], {"force": "yes"},
+                        {"by": 1}):
                 status, _, body = gw.admin("POST", "/admin/flip", bad)
                 assert status == 400 and body["error"]["code"] == "invalid_flip_request", (bad, body)
             assert backend_of(gw) == "primary"
 
-            status, _, body = gw.admin("POST", "/admin/flip", {"expect_primary": "primary", "to": "standby"})
+            flip = {"expect_primary": "primary", "to": "standby", "force": True}
+            status, _, body = gw.admin("POST", "/admin/flip", flip)
             assert status == 200, body
             assert {b["name"]: b["role"] for b in body["backends"]} == {"primary": "standby", "standby": "primary"}
             assert backend_of(gw) == "standby"
             # The same request again names a primary that no longer is.
-            status, _, body = gw.admin("POST", "/admin/flip", {"expect_primary": "primary", "to": "standby"})
+            status, _, body = gw.admin("POST", "/admin/flip", flip)
             assert status == 409 and "the primary is 'standby'" in body["error"]["message"]
 
 

@@ -198,6 +198,11 @@ net::awaitable<bool> HttpSession::serve(Request& request) {
                            std::to_string(options.window_tokens) + R"(,"permission":[]}]})";
         co_return co_await writeResponse(request, http::status::ok, std::move(body), "application/json");
     }
+    if (path == "/version" && method == http::verb::get) {
+        co_return co_await writeResponse(request, http::status::ok,
+                                         R"({"version":)" + jsonQuoted(context_.options.version) + "}",
+                                         "application/json");
+    }
     if (path == "/metrics" && method == http::verb::get) {
         co_return co_await writeResponse(request, http::status::ok, context_.stats.metricsText(context_.options.model),
                                          "text/plain; version=0.0.4; charset=utf-8");
@@ -296,6 +301,7 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
     plan.seed = digest.text_seed;
     plan.include_usage = digest.include_usage;
     plan.usage.prompt_tokens = prompt_tokens;
+    plan.usage.details = options.prompt_tokens_details;
     // vLLM always computes at least the last prompt token, so a full hit drops
     // the last block. The cache matches pseudo-token blocks of the canonical
     // text; a hit is capped below the counted prompt (the real one with

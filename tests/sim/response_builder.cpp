@@ -20,9 +20,12 @@ void appendUsage(std::string& out, const Usage& usage) {
     out += std::to_string(usage.prompt_tokens + usage.completion_tokens);
     out += ",\"completion_tokens\":";
     out += std::to_string(usage.completion_tokens);
-    out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
-    out += std::to_string(usage.cached_tokens);
-    out += "}}";
+    if (usage.details) {
+        out += ",\"prompt_tokens_details\":{\"cached_tokens\":";
+        out += std::to_string(usage.cached_tokens);
+        out += '}';
+    }
+    out += '}';
 }
 
 void appendFinish(std::string& out, std::string_view finish_reason) {

@@ -12,6 +12,7 @@ struct Usage {
     std::uint64_t prompt_tokens = 0;
     std::uint64_t completion_tokens = 0;
     std::uint64_t cached_tokens = 0;
+    bool details = true;  // false: no prompt_tokens_details (vLLM without --enable-prompt-tokens-details)
 };
 
 // vLLM's error body: {"object":"error","message":...,"type":...,"param":null,"code":N}.

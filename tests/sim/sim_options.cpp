@@ -37,6 +37,10 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
             error.clear();
             return std::nullopt;
         }
+        if (flag == "--no-prompt-tokens-details") {
+            options.prompt_tokens_details = false;
+            continue;
+        }
         if (i + 1 >= argc) {
             error = std::string(flag) + " needs a value (or unknown flag)";
             return std::nullopt;
@@ -91,6 +95,12 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
             options.tokenizer_path = std::string(value);
         } else if (flag == "--chat-template") {
             options.chat_template_path = std::string(value);
+        } else if (flag == "--version") {
+            if (value.empty() || value.size() > 100) {
+                error = "--version: expected a short version string";
+                return std::nullopt;
+            }
+            options.version = std::string(value);
         } else if (flag == "--count-offset") {
             std::int64_t offset = 0;
             auto [end, ec] = std::from_chars(value.data(), value.data() + value.size(), offset);

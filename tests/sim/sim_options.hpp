@@ -25,6 +25,10 @@ struct SimOptions {
     std::string tokenizer_path;
     std::string chat_template_path;  // --chat-template (refused for now)
     FaultConfig fault;               // with --count-offset in fault.count_offset
+    // --no-prompt-tokens-details: usage without prompt_tokens_details, as
+    // vLLM without --enable-prompt-tokens-details answers.
+    bool prompt_tokens_details = true;
+    std::string version = "0.0.0-sim";  // GET /version's {"version": ...}
 };
 
 inline constexpr const char* kSimUsage =
@@ -33,6 +37,7 @@ inline constexpr const char* kSimUsage =
     "                  [--prefill-us-per-token US] [--decode-us-per-token US]\n"
     "                  [--max-output TOKENS] [--threads N] [--fault MODE[:N]]\n"
     "                  [--tokenizer PATH [--chat-template FILE]] [--count-offset N]\n"
+    "                  [--no-prompt-tokens-details] [--version TEXT]\n"
     "Fault modes: none refuse status[:CODE] hang cut_stream[:AFTER_CHUNKS]\n"
     "             slow[:CHUNK_DELAY_MS] unhealthy\n";
 

@@ -31,6 +31,8 @@ TEST(Examples, ReferenceEqualsTheDefaults) {
     EXPECT_TRUE(loaded.health == expected.health);
     EXPECT_TRUE(loaded.auth == expected.auth);
     EXPECT_TRUE(loaded.log == expected.log);
+    EXPECT_TRUE(loaded.state == expected.state);
+    EXPECT_TRUE(loaded.acceptance == expected.acceptance);
     EXPECT_EQ(loaded.threads, expected.threads);
     EXPECT_TRUE(loaded == expected);
 
@@ -97,6 +99,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "routing.work_balance_factor",
         "routing.work_slack_tokens",
         "routing.work_window_ms",
+        "routing.failover_requires_acceptance",
         "health.interval_ms",
         "health.timeout_ms",
         "health.fall",
@@ -113,6 +116,8 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "log.level",
         "metrics.enabled",
         "metrics.stream_usage",
+        "state.dir",
+        "acceptance.dir",
         "threads",
     };
     std::set<std::string> found;
