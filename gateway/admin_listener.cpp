@@ -1,5 +1,6 @@
 #include "gateway/admin_listener.hpp"
 
+#include "gateway/admin_page.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
@@ -276,7 +277,10 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 }
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
-    // Every admin endpoint needs the admin token; client keys do not open it.
+    // Open without the token: the status page's shell (it holds no data) and
+    // /health for a liveness probe (admin_page.hpp says why).
+    if (std::optional<http::response<http::string_body>> open = answerWithoutToken(request)) co_return std::move(*open);
+    // Every other admin endpoint needs the admin token; client keys do not open it.
     std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
         ApiError error =
