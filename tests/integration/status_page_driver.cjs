@@ -12,6 +12,9 @@
 //                                      returns the cells, the rows, and the /admin/status answer they
 //                                      show; with H, the page's next polls stay unanswered until "release"
 //   {"op": "release"}                  answers the held poll; polls flow again
+//   {"op": "augment", "top": {...}, "backends": {NAME: {...}}}
+//                                      adds these fields to every later /admin/status answer
+//                                      (fields another issue adds to the API, before it has them)
 //   {"op": "api", "method": M, "path": P, "body": B}
 //                                      calls the admin API from outside the page with spec.admin_token
 //   {"op": "act", "action": A, "backend": N, "confirm": B}
@@ -61,6 +64,7 @@ async function main() {
     let frozen = false;
     let held = null;
     let onHeld = null;
+    let augment = null;
     await page.route("**/admin/status", async (route) => {
       if (frozen) {
         held = route;
@@ -68,8 +72,16 @@ async function main() {
         return;
       }
       const response = await route.fetch();
-      const body = await response.text();
-      if (response.status() === 200) answers.push(JSON.parse(body));
+      let body = await response.text();
+      if (response.status() === 200) {
+        const answer = JSON.parse(body);
+        if (augment) {
+          Object.assign(answer, augment.top || {});
+          for (const b of answer.backends) Object.assign(b, (augment.backends || {})[b.name] || {});
+          body = JSON.stringify(answer);
+        }
+        answers.push(answer);
+      }
       await route.fulfill({ response, body });
     });
 
@@ -126,12 +138,20 @@ async function main() {
             role: row.querySelector('[data-field="role"]').textContent,
             healthy: row.querySelector('[data-field="healthy"]').textContent,
             drained: row.querySelector('[data-field="drained"]').textContent,
+            identity: row.querySelector('[data-field="identity"]').textContent,
+            acceptance: row.querySelector('[data-field="acceptance"]').textContent,
             actions: [...row.querySelectorAll("button[data-action]")].map((b) => b.dataset.action),
           })),
           notice_visible: !document.getElementById("notice").hidden,
+          roles: document.getElementById("roles").textContent,
+          alerts: [...document.getElementById("alerts").children].map((n) => n.textContent),
+          flips: [...document.querySelectorAll("#flips li")].map((n) => n.textContent),
         }));
         out.results.push({ op: "snapshot", shown, answer: answers[answers.length - 1] });
         if (!step.hold) await release();
+      } else if (step.op === "augment") {
+        augment = step;
+        out.results.push({ op: "augment" });
       } else if (step.op === "release") {
         await release();
         out.results.push({ op: "release" });

@@ -262,3 +262,73 @@ def test_a_wrong_token_is_refused_with_a_clear_message_and_the_form_again(stack)
     # The right token then works in the same page.
     assert len(result["results"][3]["shown"]["cells"]) == 16
     assert result["posts"] == []
+
+
+# What issue 16 adds to /admin/status, shaped as that issue says; the page
+# shows it when present (here added to the real answers on their way to the
+# page) and does without when absent or null.
+ISSUE_16_FIELDS = {
+    "top": {
+        "roles": {"source": "state", "since": "2026-12-03T10:00:00Z"},
+        "last_flip": {"who": "alice", "at": "2026-12-03T09:59:00Z", "from": "standby", "to": "primary",
+                      "forced": True},
+        "recent_flips": [
+            {"who": "alice", "at": "2026-12-03T09:59:00Z", "from": "standby", "to": "primary", "forced": True},
+            {"who": "status page", "at": "2026-12-02T17:00:00Z", "from": "primary", "to": "standby",
+             "forced": False}],
+        "failover_unaccepted": {"backend": "standby", "at": "2026-12-03T09:00:00Z",
+                                "message": "standby has no accepted record"},
+    },
+    "backends": {
+        "primary": {
+            "identity": {"model_id": MODEL, "window": 1048576, "version": "0.9.2", "server": "uvicorn"},
+            "acceptance": {"file": "accept-primary-20261201T080000Z.json", "time": "2026-12-01T08:00:00Z",
+                           "passed": True, "identity_match": True, "failed": []}},
+        "standby": {
+            "identity": {"model_id": MODEL, "window": 524288, "version": None, "server": "uvicorn"},
+            "acceptance": {"file": "accept-standby-20261130T080000Z.json", "time": "2026-11-30T08:00:00Z",
+                           "passed": False, "identity_match": False, "failed": ["window", "count_agreement"]}},
+    },
+}
+ISSUE_16_NULLS = {
+    "top": {"roles": {"source": "config", "since": None}, "last_flip": None, "recent_flips": [],
+            "failover_unaccepted": None},
+    "backends": {"primary": {"identity": None, "acceptance": None}, "standby": {"identity": None, "acceptance": None}},
+}
+
+
+def test_the_page_shows_roles_flips_identity_and_acceptance_when_the_api_has_them(stack):
+    gw = stack
+    result = drive(gw, [{"op": "augment", **ISSUE_16_FIELDS}, {"op": "sign_in", "token": ADMIN_TOKEN},
+                        {"op": "snapshot", "until_hit": False}])
+    shown = result["results"][2]["shown"]
+    assert shown["roles"] == ("Primary: primary. Roles from state since 2026-12-03T10:00:00Z. Last flip: standby "
+                              "\u2192 primary at 2026-12-03T09:59:00Z by alice (forced).")
+    assert shown["flips"] == ["standby \u2192 primary at 2026-12-03T09:59:00Z by alice (forced)",
+                              "primary \u2192 standby at 2026-12-02T17:00:00Z by status page"]
+    assert ("Failover went to a standby without an accepted record: standby at 2026-12-03T09:00:00Z: "
+            "standby has no accepted record") in shown["alerts"]
+    rows = {r["backend"]: r for r in shown["rows"]}
+    assert rows["primary"]["identity"] == f"{MODEL} \u00b7 window 1048576 \u00b7 0.9.2 \u00b7 uvicorn"
+    assert rows["standby"]["identity"] == f"{MODEL} \u00b7 window 524288 \u00b7 uvicorn"
+    assert rows["primary"]["acceptance"] == "passed 2026-12-01T08:00:00Z"
+    assert rows["standby"]["acceptance"] == ("FAILED 2026-11-30T08:00:00Z; identity differs from now; "
+                                             "failed: window, count_agreement")
+    assert len(shown["cells"]) == 16
+
+
+def test_the_page_does_without_those_fields_when_they_are_null_or_absent(stack):
+    gw = stack
+    result = drive(gw, [{"op": "augment", **ISSUE_16_NULLS}, {"op": "sign_in", "token": ADMIN_TOKEN},
+                        {"op": "snapshot", "until_hit": False}])
+    shown = result["results"][2]["shown"]
+    assert shown["roles"] == "Primary: primary. Roles from config."
+    assert shown["flips"] == ["none recorded"]
+    assert not any(a.startswith("Failover") for a in shown["alerts"])
+    assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [("-", "no record"), ("-", "no record")]
+    # Absent altogether (the API before issue 16): the same.
+    result = drive(gw, [{"op": "sign_in", "token": ADMIN_TOKEN}, {"op": "snapshot", "until_hit": False}])
+    shown = result["results"][1]["shown"]
+    assert "roles" not in result["results"][1]["answer"]
+    assert shown["roles"] == "Primary: primary." and shown["flips"] == ["none recorded"]
+    assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [("-", "no record"), ("-", "no record")]
