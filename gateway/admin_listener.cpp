@@ -277,10 +277,10 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 }
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request) {
-    // Open without the token: the status page's shell (it holds no data) and
-    // /health for a liveness probe (admin_page.hpp says why).
+    // Every admin endpoint needs the admin token; client keys do not open it.
+    // Except two that hold nothing (admin_page.hpp says why): the status
+    // page's shell and /health for a liveness probe.
     if (std::optional<http::response<http::string_body>> open = answerWithoutToken(request)) co_return std::move(*open);
-    // Every other admin endpoint needs the admin token; client keys do not open it.
     std::shared_ptr<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
         ApiError error =
