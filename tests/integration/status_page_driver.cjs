@@ -6,7 +6,7 @@
 //  "posts": [paths of the POSTs the page sent]}.
 // Steps:
 //   {"op": "sign_in", "token": T}      types T into the token form and submits it
-//   {"op": "wait_refused"}             until the page says the token was refused; returns what it shows
+//   {"op": "wait_notice", "text": T}  until the page's notice holds T; returns what the page shows
 //   {"op": "snapshot", "until_hit": B, "hold": H}
 //                                      until 16 rank cells show (and, if B, one with a hit ratio):
 //                                      returns the cells, the rows, and the /admin/status answer they
@@ -101,10 +101,11 @@ async function main() {
         await page.fill("#token", step.token);
         await page.click("#token-form button[type=submit]");
         out.results.push({ op: step.op });
-      } else if (step.op === "wait_refused") {
-        await page.waitForFunction(() => /refused/.test(document.getElementById("notice").textContent));
+      } else if (step.op === "wait_notice") {
+        await page.waitForFunction((text) => document.getElementById("notice").textContent.includes(text),
+                                   step.text);
         out.results.push(await page.evaluate(() => ({
-          op: "wait_refused",
+          op: "wait_notice",
           notice: document.getElementById("notice").textContent,
           notice_class: document.getElementById("notice").className,
           notice_visible: !document.getElementById("notice").hidden,

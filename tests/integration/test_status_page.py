@@ -248,7 +248,7 @@ def test_a_wrong_token_is_refused_with_a_clear_message_and_the_form_again(stack)
     gw = stack
     result = drive(gw, [
         {"op": "sign_in", "token": "not-the-admin-token"},
-        {"op": "wait_refused"},
+        {"op": "wait_notice", "text": "refused"},
         {"op": "sign_in", "token": ADMIN_TOKEN},
         {"op": "snapshot", "until_hit": False},
     ])
@@ -332,3 +332,12 @@ def test_the_page_does_without_those_fields_when_they_are_null_or_absent(stack):
     assert "roles" not in result["results"][1]["answer"]
     assert shown["roles"] == "Primary: primary." and shown["flips"] == ["none recorded"]
     assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [("-", "no record"), ("-", "no record")]
+
+
+def test_a_token_no_header_can_carry_is_caught_by_the_page(stack):
+    gw = stack
+    result = drive(gw, [{"op": "sign_in", "token": "t\u00f8ken"}, {"op": "wait_notice", "text": "not an admin token"},
+                        {"op": "sign_in", "token": ADMIN_TOKEN}, {"op": "snapshot", "until_hit": False}])
+    caught = result["results"][1]
+    assert caught["form_visible"] and not caught["status_visible"] and caught["stored_token"] is None
+    assert len(result["results"][3]["shown"]["cells"]) == 16
