@@ -39,7 +39,7 @@ json weatherTool() {
 // Deterministic text of `sentences` varied sentences (numbers keep the
 // tokenizer from seeing one repeated word).
 std::string fillerText(size_t sentences, std::string_view seed) {
-    static constexpr const char* kWords[] = {"rank",    "prefix", "cache", "window",  "token",  "stream",
+    static constexpr const char* kWords[] = {"rank",    "prefix",  "cache", "window",  "token",  "stream",
                                              "gateway", "backend", "model", "prefill", "decode", "accept"};
     std::string text(seed);
     text += '\n';
@@ -253,7 +253,8 @@ private:
         for (uint32_t rank = 0; rank < ranks; ++rank)
             if (!table->find(int(rank))) missing += (missing.empty() ? "" : ", ") + std::to_string(rank);
         for (const metrics::BackendRankRow& row : table->rows)
-            if (row.rank < 0 || uint32_t(row.rank) >= ranks) extra += (extra.empty() ? "" : ", ") + std::to_string(row.rank);
+            if (row.rank < 0 || uint32_t(row.rank) >= ranks)
+                extra += (extra.empty() ? "" : ", ") + std::to_string(row.rank);
         if (!missing.empty() || !extra.empty()) {
             r.detail = "/metrics shows " + std::to_string(table->rows.size()) + " ranks, " + std::to_string(ranks) +
                        " are configured" + (missing.empty() ? "" : "; missing rank " + missing) +
@@ -281,9 +282,9 @@ private:
             json doc = json::parse(answer.body, nullptr, false);
             std::optional<std::string> text = answer.status == 200 ? answerText(doc) : std::nullopt;
             if (!text) {
-                failures += (failures.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + " " +
-                                                               (answer.status == 200 ? "answered no message"
-                                                                                     : failure(answer)));
+                failures +=
+                    (failures.empty() ? "" : "; ") + ("rank " + std::to_string(rank) + " " +
+                                                      (answer.status == 200 ? "answered no message" : failure(answer)));
                 continue;
             }
             sent[rank] = promptTokensOf(doc).value_or(0);
@@ -313,8 +314,9 @@ private:
         r.passed = true;
         r.detail = "all " + std::to_string(ranks) + " ranks answered when pinned with X-data-parallel-rank" +
                    (verified == ranks ? "; each rank's prompt-token counter moved by its request"
-                                      : "; pinning verified on " + std::to_string(verified) + " ranks (/metrics has no "
-                                                                                              "per-rank prompt tokens)");
+                                      : "; pinning verified on " + std::to_string(verified) +
+                                            " ranks (/metrics has no "
+                                            "per-rank prompt tokens)");
         co_return r;
     }
 
@@ -356,7 +358,8 @@ private:
                         content = true;
             }
         }
-        if (!done || after_done) r.detail = done ? "events after data: [DONE]" : "the stream did not end in data: [DONE]";
+        if (!done || after_done)
+            r.detail = done ? "events after data: [DONE]" : "the stream did not end in data: [DONE]";
         else if (!usage) r.detail = "no chunk carried usage (stream_options.include_usage was sent)";
         else if (!content) r.detail = "no chunk carried text";
         else {
@@ -478,8 +481,8 @@ private:
             std::string code;
             std::string refused = refusal(imageMessage(count + 1).dump(), &code);
             if (refused.empty()) {
-                r.detail += "; " + std::to_string(count + 1) + " images were admitted, the limit is " +
-                            std::to_string(count);
+                r.detail +=
+                    "; " + std::to_string(count + 1) + " images were admitted, the limit is " + std::to_string(count);
                 co_return r;
             }
             r.detail += "; " + std::to_string(count + 1) + " refused (" + code + ")";
@@ -569,28 +572,27 @@ private:
             co_return r;
         }
         r.passed = true;
-        r.detail = std::to_string(prompt) + " prompt + " + std::to_string(output) + " output = " +
-                   std::to_string(window) + " admitted and answered; one more refused (" + code +
+        r.detail = std::to_string(prompt) + " prompt + " + std::to_string(output) +
+                   " output = " + std::to_string(window) + " admitted and answered; one more refused (" + code +
                    "), by the backend too";
         co_return r;
     }
 
     std::vector<std::pair<std::string, json>> countBodies() const {
         std::vector<std::pair<std::string, json>> out;
-        const json tool_calls = json::array(
-            {{{"id", "call_accept_1"},
-              {"type", "function"},
-              {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Porto"})"}}}}});
+        const json tool_calls =
+            json::array({{{"id", "call_accept_1"},
+                          {"type", "function"},
+                          {"function", {{"name", "get_weather"}, {"arguments", R"({"city": "Porto"})"}}}}});
         out.emplace_back("text", chat(json::array({userMessage("Count me exactly, please.")}), 1));
         out.emplace_back("system", chat(json::array({{{"role", "system"}, {"content", "You are terse."}},
                                                      userMessage("Résumé: naïve café, 東京, emoji 🙂.")}),
                                         1));
-        out.emplace_back("history",
-                         chat(json::array({{{"role", "system"}, {"content", "You answer in one line."}},
-                                           userMessage("First question?"),
-                                           {{"role", "assistant"}, {"content", "First answer."}},
-                                           userMessage("Second question, with a list:\n- a\n- b")}),
-                              1));
+        out.emplace_back("history", chat(json::array({{{"role", "system"}, {"content", "You answer in one line."}},
+                                                      userMessage("First question?"),
+                                                      {{"role", "assistant"}, {"content", "First answer."}},
+                                                      userMessage("Second question, with a list:\n- a\n- b")}),
+                                         1));
         json with_tools = chat(json::array({userMessage("Weather in Porto?")}), 1);
         with_tools["tools"] = json::array({weatherTool()});
         out.emplace_back("tools", with_tools);
@@ -601,10 +603,11 @@ private:
                           1);
         calls["tools"] = json::array({weatherTool()});
         out.emplace_back("tool_calls", calls);
-        out.emplace_back("parts", chat(json::array({userMessage(json::array(
-                                           {{{"type", "text"}, {"text", "Two parts,"}},
-                                            {{"type", "text"}, {"text", " joined as vLLM joins them."}}}))}),
-                                       1));
+        out.emplace_back(
+            "parts",
+            chat(json::array({userMessage(json::array({{{"type", "text"}, {"text", "Two parts,"}},
+                                                       {{"type", "text"}, {"text", " joined as vLLM joins them."}}}))}),
+                 1));
         return out;
     }
 

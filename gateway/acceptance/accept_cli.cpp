@@ -61,7 +61,8 @@ int compare(const std::string& old_path, const std::string& new_path) {
               << records[1]->time << "\n";
     for (const std::string& line : lines) std::cout << "  " << line << "\n";
     if (lines.empty()) std::cout << "  no change: identity, dpgate and every verdict are the same\n";
-    else if (identity_changed) std::cout << "identity changed: the new record is for a different build of the backend\n";
+    else if (identity_changed)
+        std::cout << "identity changed: the new record is for a different build of the backend\n";
     return lines.empty() ? 0 : 1;
 }
 

@@ -56,7 +56,8 @@ std::string quoted(const std::string& value) { return value.empty() ? "none" : "
 
 std::string recordJson(const AcceptanceRecord& r) {
     json checks = json::array();
-    for (const CheckResult& c : r.checks) checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
+    for (const CheckResult& c : r.checks)
+        checks.push_back({{"name", c.name}, {"passed", c.passed}, {"detail", c.detail}});
     json out = {{"format", kRecordFormat},
                 {"backend", r.backend},
                 {"url", r.url},
@@ -83,8 +84,7 @@ std::optional<AcceptanceRecord> parseRecord(std::string_view text_in, std::strin
     }
     try {
         if (!doc.is_object()) throw std::string("not a JSON object");
-        if (text(doc, "format") != kRecordFormat)
-            throw "format is not " + std::string(kRecordFormat);
+        if (text(doc, "format") != kRecordFormat) throw "format is not " + std::string(kRecordFormat);
         AcceptanceRecord r;
         r.backend = text(doc, "backend");
         r.url = text(doc, "url");
@@ -183,7 +183,8 @@ std::vector<std::string> compareRecords(const AcceptanceRecord& before, const Ac
                           (c.passed ? "PASS" : "FAIL") + (c.passed ? "" : " (" + c.detail + ")"));
         if (it != was.end()) was.erase(it);
     }
-    for (const auto& [name, passed] : was) out.push_back("check " + name + ": gone (was " + (passed ? "PASS" : "FAIL") + ")");
+    for (const auto& [name, passed] : was)
+        out.push_back("check " + name + ": gone (was " + (passed ? "PASS" : "FAIL") + ")");
     return out;
 }
 

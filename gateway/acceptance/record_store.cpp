@@ -87,7 +87,8 @@ std::optional<RecordStore::Found> RecordStore::matching(std::string_view backend
     } else if (!newest_passing) {
         why_not = "it has no passing acceptance record in " + dir_;
     } else {
-        why_not = "its newest passing acceptance record (" + newest_passing->record.time + ") does not match what it reports now:";
+        why_not = "its newest passing acceptance record (" + newest_passing->record.time +
+                  ") does not match what it reports now:";
         const char* separator = " ";
         for (const std::string& d : identityDifferences(newest_passing->record.identity, now)) {
             why_not += separator + d;

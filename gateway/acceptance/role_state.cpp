@@ -45,8 +45,8 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
 std::string stateJson(const RoleState& s) {
     json flips = json::array();
     for (const FlipEvent& f : s.flips) flips.push_back(flipJson(f));
-    json out = {{"format", kStateFormat}, {"model", s.model_id},         {"backends", s.backends},
-                {"primary", s.primary},   {"drained", s.drained},        {"flips", std::move(flips)},
+    json out = {{"format", kStateFormat},    {"model", s.model_id},  {"backends", s.backends},
+                {"primary", s.primary},      {"drained", s.drained}, {"flips", std::move(flips)},
                 {"written_at", s.written_at}};
     return out.dump(2, ' ', false, json::error_handler_t::replace) + "\n";
 }
@@ -71,7 +71,8 @@ std::optional<RoleState> parseState(std::string_view text, std::string& error) {
         for (const json& f : *flips) {
             if (!f.is_object()) throw std::string("a flip must be an object");
             auto forced = f.find("forced");
-            if (forced == f.end() || !forced->is_boolean()) throw std::string("a flip's 'forced' must be true or false");
+            if (forced == f.end() || !forced->is_boolean())
+                throw std::string("a flip's 'forced' must be true or false");
             s.flips.push_back({stringField(f, "who"), stringField(f, "at"), stringField(f, "from"),
                                stringField(f, "to"), forced->get<bool>()});
             if (s.flips.size() > kKeptFlips) s.flips.pop_back();

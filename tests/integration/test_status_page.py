@@ -17,12 +17,14 @@ import os
 import re
 import shutil
 import subprocess
+import time
 from decimal import ROUND_HALF_UP, Decimal
 from pathlib import Path
 
 import pytest
 
-from harness import ADMIN_TOKEN, MODEL, REPO_ROOT, Gateway, Sim, gateway_config, http_json, http_request
+from harness import (ADMIN_TOKEN, MODEL, REPO_ROOT, TOKENIZER, Gateway, Sim, bin_dir, gateway_config, http_json,
+                     http_request)
 
 DRIVER = Path(__file__).resolve().parent / "status_page_driver.cjs"
 CHAT = "/v1/chat/completions"
@@ -75,6 +77,27 @@ def stack():
     with Sim() as primary, Sim() as standby:
         config = gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")], routing=STILL)
         with Gateway(config) as gw:
+            yield gw
+
+
+@pytest.fixture
+def accepted_stack(tmp_path):
+    """As `stack`, with the standby accepted (`dpgate accept`): a flip to it
+    passes the record check, as an operator's would."""
+    real = ["--tokenizer", str(TOKENIZER)]
+    with Sim(extra_args=real) as primary, Sim(extra_args=real) as standby:
+        config = gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")], routing=STILL,
+                                acceptance={"dir": str(tmp_path / "acceptance")})
+        path = tmp_path / "dpgate.yaml"
+        path.write_text(json.dumps(config))
+        run = subprocess.run([str(bin_dir() / "dpgate"), "accept", "--config", str(path), "--backend", "standby"],
+                             capture_output=True, text=True, timeout=600)
+        assert run.returncode == 0, run.stdout + run.stderr
+        with Gateway(config) as gw:
+            deadline = time.monotonic() + 10
+            while not admin_status(gw)["backends"][1]["accepted"]:
+                assert time.monotonic() < deadline
+                time.sleep(0.1)
             yield gw
 
 
@@ -190,8 +213,8 @@ def test_the_page_shows_sixteen_ranks_with_the_simulators_numbers(stack):
     assert result["posts"] == []
 
 
-def test_a_flip_from_the_page_asks_first_and_then_swaps_the_roles(stack):
-    gw = stack
+def test_a_flip_from_the_page_asks_first_and_then_swaps_the_roles(accepted_stack):
+    gw = accepted_stack
     result = drive(gw, [
         {"op": "sign_in", "token": ADMIN_TOKEN},
         {"op": "snapshot", "until_hit": False},
@@ -211,6 +234,7 @@ def test_a_flip_from_the_page_asks_first_and_then_swaps_the_roles(stack):
 
     now = admin_status(gw)
     assert roles(now) == {"primary": "standby", "standby": "primary"}
+    assert now["last_flip"]["who"] == "status page" and now["last_flip"]["forced"] is False
     assert {b["name"]: b["drained"] for b in now["backends"]} == {"primary": True, "standby": False}
     status, headers, _ = gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 1,
                                                 "messages": [{"role": "user", "content": "hi"}]})
@@ -223,8 +247,8 @@ def test_a_flip_from_the_page_asks_first_and_then_swaps_the_roles(stack):
     assert {b["name"]: b["drained"] for b in admin_status(gw)["backends"]} == {"primary": False, "standby": False}
 
 
-def test_a_refused_flip_shows_the_apis_reason_and_changes_nothing(stack):
-    gw = stack
+def test_a_refused_flip_shows_the_apis_reason_and_changes_nothing(accepted_stack):
+    gw = accepted_stack
     # The page shows "primary" as the primary; another operator flips
     # meanwhile. The page's flip names the primary it saw, and is refused.
     result = drive(gw, [

@@ -27,7 +27,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(
         UnknownKeyCase{b + "listn:\n  port: 1\n",
                        "conf: listn: line 3: unknown key; expected one of: listen, admin, model, limits, routing, "
-                       "health, backends, auth, log, metrics, threads"},
+                       "health, backends, auth, log, metrics, state, acceptance, threads"},
         UnknownKeyCase{"listen:\n  prot: 1\n" + b,
                        "conf: listen.prot: line 2: unknown key; expected one of: address, port, tls"},
         UnknownKeyCase{"listen:\n  tls:\n    certificate: x\n" + b,
@@ -49,7 +49,11 @@ INSTANTIATE_TEST_SUITE_P(
                        "upstream_max_idle_connections, upstream_idle_timeout_ms, relay_buffer_bytes, drain_timeout_ms"},
         UnknownKeyCase{"routing:\n  strategy: x\n" + b,
                        "conf: routing.strategy: line 2: unknown key; expected one of: mode, session_header, "
-                       "balance_factor, work_balance_factor, work_slack_tokens, work_window_ms"},
+                       "balance_factor, work_balance_factor, work_slack_tokens, work_window_ms, "
+                       "failover_requires_acceptance"},
+        UnknownKeyCase{"state:\n  path: /x\n" + b, "conf: state.path: line 2: unknown key; expected one of: dir"},
+        UnknownKeyCase{"acceptance:\n  folder: /x\n" + b,
+                       "conf: acceptance.folder: line 2: unknown key; expected one of: dir"},
         UnknownKeyCase{"health:\n  path: /health\n" + b,
                        "conf: health.path: line 2: unknown key; expected one of: interval_ms, timeout_ms, fall, rise"},
         UnknownKeyCase{"backends:\n  - name: a\n    url: http://h:1\n    weight: 2\n",
