@@ -4,11 +4,28 @@
 
 namespace dpgate::admission {
 
-WordCache::WordCache(std::size_t max_entries) : max_entries_(max_entries) {
+namespace {
+std::size_t slotCount(std::size_t max_entries) {
     std::size_t capacity = 16;
     while (capacity < max_entries * 2) capacity <<= 1;
+    return capacity;
+}
+}  // namespace
+
+std::size_t WordCache::bytesFor(std::size_t max_entries) {
+    return slotCount(max_entries) * sizeof(Slot) + max_entries * kArenaBytesPerEntry +
+           max_entries * kArenaIdsPerEntry * sizeof(std::uint32_t);
+}
+
+WordCache::WordCache(std::size_t max_entries)
+    : max_entries_(max_entries),
+      max_arena_bytes_(max_entries * kArenaBytesPerEntry),
+      max_arena_ids_(max_entries * kArenaIdsPerEntry) {
+    const std::size_t capacity = slotCount(max_entries);
     slots_.assign(capacity, Slot{});
     mask_ = capacity - 1;
+    bytes_.reserve(max_arena_bytes_);
+    ids_.reserve(max_arena_ids_);
 }
 
 const std::uint32_t* WordCache::find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const {
@@ -29,7 +46,14 @@ void WordCache::insert(std::string_view piece, std::uint64_t hash, const std::ui
     if (piece.empty() || piece.size() > kMaxPieceBytes) return;
     // Full: start over. Cheaper than LRU bookkeeping on the hot path, and the
     // working set of a text is refilled within a few kilobytes.
-    if (size_ >= max_entries_) clear();
+    const auto fits = [&] {
+        return size_ < max_entries_ && bytes_.size() + piece.size() <= max_arena_bytes_ &&
+               ids_.size() + count <= max_arena_ids_;
+    };
+    if (!fits()) {
+        clear();
+        if (!fits()) return;
+    }
     std::size_t i = hash & mask_;
     while (slots_[i].bytes_len != 0) i = (i + 1) & mask_;
     Slot& slot = slots_[i];

@@ -1,7 +1,9 @@
 #pragma once
 // Bounded cache of BPE results per pre-tokenized piece (bytes -> ids). Most
 // text is made of a few thousand distinct words, so after warm-up nearly every
-// piece is a hash lookup. Not thread-safe: one per TokenCounter.
+// piece is a hash lookup. Not thread-safe: one per TokenCounter. Its memory is
+// fixed at construction (slots and the two arenas, bytesFor(max_entries)):
+// when the entries or either arena are full, it starts over.
 #include <cstdint>
 #include <string_view>
 #include <vector>
@@ -14,6 +16,9 @@ public:
 
     explicit WordCache(std::size_t max_entries = 1u << 16);
 
+    // memoryBytes() of a cache of max_entries, once its arenas are allocated.
+    static std::size_t bytesFor(std::size_t max_entries);
+
     // Ids cached for `piece` (with its hash), or nullptr.
     const std::uint32_t* find(std::string_view piece, std::uint64_t hash, std::uint32_t& count) const;
     void insert(std::string_view piece, std::uint64_t hash, const std::uint32_t* ids, std::uint32_t count);
@@ -23,6 +28,10 @@ public:
     std::size_t memoryBytes() const {
         return slots_.capacity() * sizeof(Slot) + bytes_.capacity() + ids_.capacity() * sizeof(std::uint32_t);
     }
+    // Arena room per entry: pieces average ~6 bytes and ~1.3 ids in prose and
+    // code; a cache of long pieces starts over sooner instead of growing.
+    static constexpr std::size_t kArenaBytesPerEntry = 12;
+    static constexpr std::size_t kArenaIdsPerEntry = 4;
 
 private:
     struct Slot {
@@ -38,6 +47,8 @@ private:
     std::vector<std::uint32_t> ids_;
     std::size_t mask_;
     std::size_t max_entries_;
+    std::size_t max_arena_bytes_;
+    std::size_t max_arena_ids_;
     std::size_t size_ = 0;
 };
 
