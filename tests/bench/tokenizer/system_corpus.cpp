@@ -42,7 +42,8 @@ std::string readFile(const fs::path& path, std::size_t max_bytes) {
     if (file == nullptr) return out;
     char buf[16384];
     int n = 0;
-    while (out.size() < max_bytes * 2 && (n = gzread(file, buf, sizeof buf)) > 0) out.append(buf, static_cast<std::size_t>(n));
+    while (out.size() < max_bytes * 2 && (n = gzread(file, buf, sizeof buf)) > 0)
+        out.append(buf, static_cast<std::size_t>(n));
     gzclose(file);
     return out;
 }
