@@ -7,7 +7,7 @@
 // every corpus is also counted cold: first pass in a fresh process.
 //
 //   dpgate-bench-tokenizer [--tokenizer DIR] [--no-reference] [--only english|chinese|code|chat|system]
-//                          [--cold-runs N] [--save-system FILE]
+//                          [--cold-runs N] [--save-corpora DIR]
 //   dpgate-bench-tokenizer --cold-child FILE   (one cold count; run by the bench itself)
 #include <sys/resource.h>
 #include <time.h>
@@ -251,7 +251,7 @@ double mbPerS(std::size_t bytes, double ms) { return static_cast<double>(bytes) 
 struct Measured {
     double ms = 1e300;
     std::uint64_t tokens = 0;
-    double cpu_ms = 1e300;  // cold runs only
+    double cpu_ms = 1e300;  // this thread's CPU time (best, or the cold runs' median)
 };
 
 template <typename Fn>
@@ -259,9 +259,12 @@ Measured bestOf(int runs, Fn fn) {
     Measured best;
     for (int i = 0; i < runs; ++i) {
         const auto t0 = Clock::now();
+        const double cpu0 = threadCpuMs();
         const std::uint64_t tokens = fn();
+        const double cpu_ms = threadCpuMs() - cpu0;
         const double ms = msSince(t0);
-        if (ms < best.ms) best = {ms, tokens};
+        if (ms < best.ms) best = {ms, tokens, best.cpu_ms};
+        best.cpu_ms = std::min(best.cpu_ms, cpu_ms);
     }
     return best;
 }
@@ -325,7 +328,7 @@ int main(int argc, char** argv) {
     bool reference = true;
     std::string only;  // one corpus, for profiling
     std::string cold_child;
-    std::string save_system;
+    std::string save_corpora;  // writes DIR/<corpus>.txt, for profiling and A/B runs
     int cold_runs = 5;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
@@ -334,7 +337,7 @@ int main(int argc, char** argv) {
         else if (arg == "--only" && i + 1 < argc) only = argv[++i];
         else if (arg == "--cold-child" && i + 1 < argc) cold_child = argv[++i];
         else if (arg == "--cold-runs" && i + 1 < argc) cold_runs = std::max(1, std::atoi(argv[++i]));
-        else if (arg == "--save-system" && i + 1 < argc) save_system = argv[++i];
+        else if (arg == "--save-corpora" && i + 1 < argc) save_corpora = argv[++i];
     }
     if (!cold_child.empty()) return coldChild(dir, cold_child);
 
@@ -379,10 +382,15 @@ int main(int argc, char** argv) {
             "MB); hash64 %016llx\n\n",
             system.text.size() / 1e6, system.man_files, system.man_bytes / 1e6, system.languages, system.header_files,
             system.header_bytes / 1e6, static_cast<unsigned long long>(hash64(system.text)));
-        if (!save_system.empty()) std::ofstream(save_system, std::ios::binary) << system.text;
         corpora.push_back({"system", std::move(system.text)});
     }
 
+    if (!save_corpora.empty()) {
+        std::filesystem::create_directories(save_corpora);
+        for (const Corpus& c : corpora)
+            std::ofstream(std::filesystem::path(save_corpora) / (std::string(c.name) + ".txt"), std::ios::binary)
+                << c.text;
+    }
     if (!only.empty()) {
         std::erase_if(corpora, [&](const Corpus& c) { return c.name != only; });
     }
@@ -439,16 +447,17 @@ int main(int argc, char** argv) {
             std::printf("%s: cold/warm counts differ from the first pass!\n", c.name);
         rows.push_back({c.name, c.text.size(), mbPerS(c.text.size(), sum.ms), mbPerS(c.text.size(), chunked.ms),
                         mbPerS(c.text.size(), whole.ms), mbPerS(c.text.size(), cold.ms),
-                        mbPerS(c.text.size(), cold.cpu_ms), mbPerS(c.text.size(), warm.ms), chunked.tokens,
+                        mbPerS(c.text.size(), cold.cpu_ms), mbPerS(c.text.size(), warm.cpu_ms), chunked.tokens,
                         whole.tokens});
     }
 
     std::printf(
         "16 KB chunks: cold = first pass in a fresh process (median of %d; wall time, and CPU time of the counting\n"
-        "thread), first = fresh counter in this process (best of 3), warm = second pass through the same counter\n",
+        "thread), first = fresh counter in this process (best of 3, wall), warm = second pass through the same\n"
+        "counter (best of 3, CPU time)\n",
         cold_runs);
     std::printf("%-8s %9s %9s %10s %9s %10s %10s %10s %8s\n", "corpus", "tokens", "sum MB/s", "cold MB/s", "cold cpu",
-                "first MB/s", "warm MB/s", "4MB MB/s", "vs sum");
+                "first MB/s", "warm cpu", "4MB MB/s", "vs sum");
     for (const Row& r : rows) {
         std::printf("%-8s %9llu %9.0f %10.1f %9.1f %10.1f %10.1f %10.1f %7.1fx\n", r.name,
                     static_cast<unsigned long long>(r.whole_tokens), r.sum_mbs, r.cold_mbs, r.cold_cpu_mbs, r.chunk_mbs,
@@ -517,7 +526,7 @@ int main(int argc, char** argv) {
         std::size_t i = 0;
         bool all_equal = true;
         std::printf("%-8s %12s %12s %12s %8s %10s %8s %8s %8s %s\n", "corpus", "ref 16KB", "ref cpu", "ref 4MB",
-                    "cold x", "cold cpu x", "first x", "warm x", "4MB x", "counts");
+                    "cold x", "cold cpu x", "first x", "warm cpu x", "4MB x", "counts");
         while (pipe != nullptr && std::fgets(buf, sizeof buf, pipe) != nullptr && i < rows.size()) {
             const auto j = nlohmann::json::parse(buf);
             const Row& r = rows[i++];
@@ -529,7 +538,7 @@ int main(int argc, char** argv) {
             all_equal = all_equal && equal;
             std::printf("%-8s %7.2f MB/s %7.2f MB/s %7.2f MB/s %7.1fx %9.1fx %7.1fx %7.1fx %7.1fx %s\n", r.name,
                         ref_chunk, ref_cpu, ref_whole, r.cold_mbs / ref_chunk, r.cold_cpu_mbs / ref_cpu,
-                        r.chunk_mbs / ref_chunk, r.warm_mbs / ref_chunk, r.whole_mbs / ref_whole,
+                        r.chunk_mbs / ref_chunk, r.warm_mbs / ref_cpu, r.whole_mbs / ref_whole,
                         equal ? "identical" : "DIFFERENT");
         }
         if (pipe != nullptr) ::pclose(pipe);
