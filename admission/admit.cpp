@@ -95,14 +95,14 @@ std::uint64_t promptTokenUpperBound(const Tokenizer& tokenizer, std::string_view
 }
 
 Admitter::Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
-                   std::function<std::int64_t()> unix_now)
+                   std::function<std::int64_t()> unix_now, TokenCounterLimits counter_limits)
     : tokenizer_(std::move(tokenizer)), chat_template_(std::move(chat_template)), unix_now_(std::move(unix_now)) {
     if (tokenizer_ == nullptr) {
         error_ = "no tokenizer loaded";
         return;
     }
     if (chat_template_ == nullptr) error_ = "no chat template loaded";
-    counter_.emplace(tokenizer_);
+    counter_.emplace(tokenizer_, counter_limits);
 }
 
 std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {

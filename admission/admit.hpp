@@ -30,8 +30,10 @@ public:
     // to admit on the byte-bound fast path only; requests that need counting
     // get 503 tokenizer_unavailable. `error()` says why. `unix_now` gives the
     // time a template's strftime_now() formats (null: the epoch).
+    // `counter_limits` bound the count caches (cache_bytes: this Admitter's
+    // share of model.count_cache_bytes).
     Admitter(std::shared_ptr<const Tokenizer> tokenizer, std::shared_ptr<const ChatTemplate> chat_template,
-             std::function<std::int64_t()> unix_now = {});
+             std::function<std::int64_t()> unix_now = {}, TokenCounterLimits counter_limits = {});
 
     // `capacity_bytes` >= body.size() + kScanPaddingBytes (readable bytes from
     // body.data()) avoids copying the body; see RequestScanner.
@@ -60,6 +62,8 @@ public:
 
     const std::string& error() const { return error_; }
     bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
+    // The count caches (null without a tokenizer): hit ratio and accounted bytes.
+    const TokenCounter* counter() const { return counter_ ? &*counter_ : nullptr; }
 
 private:
     // Renders request_.chat into prompt_; a refusal when the template refuses.

@@ -200,8 +200,9 @@ private:
                  "removed: the chat template is the model's own (the tokenizer_config.json beside model.tokenizer), "
                  "or a Jinja file given as model.chat_template");
         }
-        const MappingReader m(field, {"id", "aliases", "window_tokens", "max_output_tokens", "image_reserve_tokens",
-                                      "max_images", "tokenizer", "chat_template", "chat_template_content_format"});
+        const MappingReader m(
+            field, {"id", "aliases", "window_tokens", "max_output_tokens", "image_reserve_tokens", "max_images",
+                    "tokenizer", "chat_template", "chat_template_content_format", "count_cache_bytes"});
         ModelConfig& model = config_.model;
         if (auto f = m.get("id")) {
             model.id = readString(*f);
@@ -244,6 +245,7 @@ private:
             if (v != "auto" && v != "string" && v != "openai")
                 fail(*f, "expected auto, string or openai, got \"" + v.substr(0, 40) + "\"");
         }
+        if (auto f = m.get("count_cache_bytes")) model.count_cache_bytes = readBytes(*f, 1ull << 20, 1ull << 40);
     }
 
     void readLimits(const Field& field) {

@@ -161,6 +161,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.model.chat_template != next.model.chat_template) return "model.chat_template";
     if (running.model.chat_template_content_format != next.model.chat_template_content_format)
         return "model.chat_template_content_format";
+    if (running.model.count_cache_bytes != next.model.count_cache_bytes) return "model.count_cache_bytes";
     if (running.routing.mode != next.routing.mode) return "routing.mode";
     if (running.state.dir != next.state.dir) return "state.dir";
     if (running.backends.size() != next.backends.size()) return "backends";

@@ -13,12 +13,16 @@ namespace dpgate::gateway {
 Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
-      admitter_(server.tokenizer(), server.chatTemplate(),
-                [] {
-                    return std::chrono::duration_cast<std::chrono::seconds>(
-                               std::chrono::system_clock::now().time_since_epoch())
-                        .count();
-                }),
+      admitter_(
+          server.tokenizer(), server.chatTemplate(),
+          [] {
+              return std::chrono::duration_cast<std::chrono::seconds>(
+                         std::chrono::system_clock::now().time_since_epoch())
+                  .count();
+          },
+          // Each worker's Admitter has its own count caches: the bound is shared.
+          admission::TokenCounterLimits{.cache_bytes = server.config().model.count_cache_bytes /
+                                                       std::max<size_t>(1, server.config().threads)}),
       random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)

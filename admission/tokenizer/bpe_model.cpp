@@ -41,29 +41,36 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
         // into a map, where a later line overwrites an earlier one.
         table_[i] = kUsed | (key << kIdBits) | rank;
     }
-    pair_filter_.assign((std::size_t{1} << kFilterBits) / 64, 0);
-    constexpr std::size_t kFilterMask = (std::size_t{1} << kFilterBits) - 1;
+    pair_filter_.assign(std::size_t{1} << kFilterLineBits, FilterLine{});
     for (const std::uint64_t slot : table_) {
         if (!(slot & kUsed)) continue;
         const std::size_t hash = mix((slot >> kIdBits) & kPairMask);
-        const std::size_t a = hash & kFilterMask;
-        const std::size_t b = (hash >> kFilterBits) & kFilterMask;
-        pair_filter_[a >> 6] |= std::uint64_t{1} << (a & 63);
-        pair_filter_[b >> 6] |= std::uint64_t{1} << (b & 63);
+        FilterLine& line = pair_filter_[filterLine(hash)];
+        const unsigned a = filterBitA(hash);
+        const unsigned b = filterBitB(hash);
+        line.words[a >> 6] |= std::uint64_t{1} << (a & 63);
+        line.words[b >> 6] |= std::uint64_t{1} << (b & 63);
     }
     buildCharPremerge();
 }
 
-inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right) const {
+inline std::size_t BpeModel::prefetchPair(std::uint32_t left, std::uint32_t right) const {
+    const std::size_t hash = mix(pairKey(left, right));
+    __builtin_prefetch(&pair_filter_[filterLine(hash)]);
+    __builtin_prefetch(&pair_memo.slots[hash & (PairMemo::kSlots - 1)]);
+    __builtin_prefetch(&table_[hash & mask_]);
+    return hash;
+}
+
+inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right, std::size_t hash) const {
     const std::uint64_t key = pairKey(left, right);
-    const std::size_t hash = mix(key);
     if (!mayMerge(hash)) return kNoRank;
     std::uint64_t& slot = pair_memo.slots[hash & (PairMemo::kSlots - 1)];
     if ((slot & kUsed) && ((slot >> kIdBits) & kPairMask) == key) {
         const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
         return rank == kIdMask ? kNoRank : rank;
     }
-    const std::uint32_t rank = rankOf(left, right);
+    const std::uint32_t rank = rankOfKey(key, hash);
     slot = kUsed | (key << kIdBits) | (rank == kNoRank ? kIdMask : rank);
     return rank;
 }
@@ -135,7 +142,14 @@ void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
     if (n < 2) return;
     std::uint32_t r[kLinearMergeMax];
     std::uint32_t* sym = symbols.data();
-    for (std::size_t i = 0; i + 1 < n; ++i) r[i] = memoRank(sym[i], sym[i + 1]);
+    std::size_t hashes[kLinearMergeMax];
+    for (std::size_t i = 0; i + 1 < n; ++i) hashes[i] = prefetchPair(sym[i], sym[i + 1]);
+    for (std::size_t i = 0; i + 1 < n; ++i) {
+        r[i] = memoRank(sym[i], sym[i + 1], hashes[i]);
+        // The merged id of the pair chosen next is read right after the scan:
+        // start loading it now (merged_by_rank_ is 512 KB, read at random).
+        if (r[i] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[i]]);
+    }
     while (n > 1) {
         std::size_t best = 0;
         std::uint32_t best_rank = r[0];
@@ -153,8 +167,19 @@ void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
             r[i] = r[i + 1];
         }
         --n;
-        if (best + 1 < n) r[best] = memoRank(sym[best], sym[best + 1]);
-        if (best > 0) r[best - 1] = memoRank(sym[best - 1], sym[best]);
+        // The two new pairs are independent: both loads start before either is used.
+        const bool has_right = best + 1 < n;
+        const bool has_left = best > 0;
+        const std::size_t right_hash = has_right ? prefetchPair(sym[best], sym[best + 1]) : 0;
+        const std::size_t left_hash = has_left ? prefetchPair(sym[best - 1], sym[best]) : 0;
+        if (has_right) {
+            r[best] = memoRank(sym[best], sym[best + 1], right_hash);
+            if (r[best] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[best]]);
+        }
+        if (has_left) {
+            r[best - 1] = memoRank(sym[best - 1], sym[best], left_hash);
+            if (r[best - 1] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[best - 1]]);
+        }
     }
     symbols.resize(n);
 }

@@ -29,7 +29,7 @@ public:
 
     std::size_t memoryBytes() const {
         return table_.size() * sizeof(std::uint64_t) + merged_by_rank_.size() * 4 +
-               char_premerge_.size() * sizeof(std::uint64_t) + pair_filter_.size() * sizeof(std::uint64_t);
+               char_premerge_.size() * sizeof(std::uint64_t) + pair_filter_.size() * sizeof(FilterLine);
     }
     // Characters of kCharPremergeFirst..kCharPremergeLast that start from
     // their merged tokens instead of their bytes (see bpe_char_premerge.cpp).
@@ -59,7 +59,10 @@ private:
     // Rank of the merge (left, right), or kNoRank.
     std::uint32_t rankOf(std::uint32_t left, std::uint32_t right) const {
         const std::uint64_t key = pairKey(left, right);
-        std::size_t i = mix(key) & mask_;
+        return rankOfKey(key, mix(key));
+    }
+    std::uint32_t rankOfKey(std::uint64_t key, std::size_t hash) const {
+        std::size_t i = hash & mask_;
         for (;;) {
             const std::uint64_t slot = table_[i];
             if (!(slot & kUsed)) return kNoRank;
@@ -68,7 +71,15 @@ private:
         }
     }
     // Same answers as rankOf, through a per-thread memo (see bpe_model.cpp).
-    std::uint32_t memoRank(std::uint32_t left, std::uint32_t right) const;
+    std::uint32_t memoRank(std::uint32_t left, std::uint32_t right) const {
+        return memoRank(left, right, mix(pairKey(left, right)));
+    }
+    // With `hash` = mix(pairKey(left, right)), computed early by prefetchPair().
+    std::uint32_t memoRank(std::uint32_t left, std::uint32_t right, std::size_t hash) const;
+    // Starts loading what memoRank will read for a pair (filter, memo, table)
+    // and returns its hash: on text seen for the first time these are cache
+    // misses, and a piece's initial pairs are independent of each other.
+    std::size_t prefetchPair(std::uint32_t left, std::uint32_t right) const;
 
     // Fills char_premerge_ (bpe_char_premerge.cpp).
     void buildCharPremerge();
@@ -88,14 +99,22 @@ private:
     std::vector<std::uint64_t> table_;
     // Bloom filter over the merge pairs (two bits per pair from mix(key)):
     // most adjacent pairs of CJK text are not merges, and the 256 KB filter
-    // says so without touching the 2 MB table or the pair memo.
-    static constexpr unsigned kFilterBits = 21;
-    std::vector<std::uint64_t> pair_filter_;
+    // says so without touching the 2 MB table or the pair memo. Blocked: both
+    // bits of a pair lie in one 64-byte line, so a cold lookup is one cache
+    // miss, not two (the first pass over new text waited on both; issue 18).
+    struct alignas(64) FilterLine {
+        std::uint64_t words[8];
+    };
+    static constexpr unsigned kFilterLineBits = 12;  // 4096 lines = 256 KB
+    std::vector<FilterLine> pair_filter_;
+    static std::size_t filterLine(std::size_t hash) { return (hash >> 18) & ((std::size_t{1} << kFilterLineBits) - 1); }
+    static unsigned filterBitA(std::size_t hash) { return static_cast<unsigned>(hash >> 30) & 511; }
+    static unsigned filterBitB(std::size_t hash) { return static_cast<unsigned>(hash >> 39) & 511; }
     bool mayMerge(std::size_t hash) const {
-        constexpr std::size_t kMask = (std::size_t{1} << kFilterBits) - 1;
-        const std::size_t a = hash & kMask;
-        const std::size_t b = (hash >> kFilterBits) & kMask;
-        return ((pair_filter_[a >> 6] >> (a & 63)) & (pair_filter_[b >> 6] >> (b & 63)) & 1) != 0;
+        const FilterLine& line = pair_filter_[filterLine(hash)];
+        const unsigned a = filterBitA(hash);
+        const unsigned b = filterBitB(hash);
+        return ((line.words[a >> 6] >> (a & 63)) & (line.words[b >> 6] >> (b & 63)) & 1) != 0;
     }
     std::vector<std::uint32_t> merged_by_rank_;
     std::size_t mask_ = 0;

@@ -1,6 +1,9 @@
 #include "admission/tokenizer/token_counter.hpp"
 
+#include <algorithm>
+
 #include "admission/tokenizer/utf8.hpp"
+#include "admission/tokenizer/word_cache.hpp"
 
 namespace dpgate::admission {
 
@@ -8,11 +11,21 @@ std::string invalidUtf8Message(std::size_t offset) {
     return "input is not valid UTF-8 (byte offset " + std::to_string(offset) + ")";
 }
 
+namespace {
+// Word cache entries that fit in an eighth of the bound (as many as asked for when they do).
+std::size_t wordCacheEntries(const TokenCounterLimits& limits) {
+    std::size_t entries = limits.word_cache_entries;
+    while (entries > 0 && WordCache::bytesFor(entries) > limits.cache_bytes / 8) entries /= 2;
+    return entries;
+}
+}  // namespace
+
 TokenCounter::TokenCounter(std::shared_ptr<const Tokenizer> tokenizer, TokenCounterLimits limits)
     : tokenizer_(std::move(tokenizer)),
       limits_(limits),
-      words_(limits.word_cache_entries),
-      segments_(limits.segment_cache_entries) {}
+      words_(wordCacheEntries(limits)),
+      segments_(limits.cache_bytes - std::min(limits.cache_bytes, words_.memoryBytes()), limits.segment_cache_entries) {
+}
 
 TokenCount TokenCounter::count(std::string_view text) {
     // UTF-8 is checked per segment, and only for segments the cache does not

@@ -24,13 +24,18 @@ struct TokenCount {
 
 struct TokenCounterLimits {
     std::size_t word_cache_entries = 1u << 16;
-    std::size_t segment_cache_entries = 1u << 14;
+    // 0: as many as cache_bytes allows; else a cap on entries as well.
+    std::size_t segment_cache_entries = 0;
     // Shorter segments are counted directly: hashing them costs about as much.
     // Every request is rendered and counted, and a small request's segments
     // (a system prompt, a short user turn) are tens of bytes that repeat from
     // request to request: caching from 24 bytes up made a repeated two-message
     // request cheaper than counting them every time (callgrind, per admit).
     std::size_t min_cached_segment_bytes = 24;
+    // Bound on the word and segment caches together (model.count_cache_bytes,
+    // shared by the gateway's workers). The word cache takes at most an eighth,
+    // the segment cache the rest.
+    std::size_t cache_bytes = std::size_t{256} << 20;
 };
 
 class TokenCounter {
@@ -46,6 +51,9 @@ public:
 
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const SegmentCache& segmentCache() const { return segments_; }
+    // The caches' own accounting: never above limits().cache_bytes.
+    std::size_t cacheBytes() const { return words_.memoryBytes() + segments_.memoryBytes(); }
+    const TokenCounterLimits& limits() const { return limits_; }
 
 private:
     std::shared_ptr<const Tokenizer> tokenizer_;

@@ -361,20 +361,43 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
     thread_local std::vector<std::uint32_t> scratch;
     piece_ends.clear();
     splitDeepSeekV3(text, piece_ends);
-    std::uint32_t start = 0;
-    for (const std::uint32_t end : piece_ends) {
-        const std::string_view piece = text.substr(start, end - start);
-        start = end;
-        // A CJK clause longer than a few characters is one piece that almost
-        // never repeats: looking it up and storing it costs more than its BPE
-        // (which the per-character shortcut keeps short), so it skips the cache.
-        const bool cjk_clause =
-            piece.size() > kCjkCachedBytesMax && static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u;
-        if (cache != nullptr && piece.size() <= WordCache::kMaxPieceBytes && !cjk_clause) {
-            const std::uint64_t hash = hash64(piece);
-            std::uint32_t count = 0;
-            if (const std::uint32_t* ids = cache->find(piece, hash, count)) {
-                on_piece(ids, count);
+    const std::uint32_t* ends = piece_ends.data();
+    const std::size_t count = piece_ends.size();
+    auto pieceAt = [&](std::size_t k) {
+        const std::uint32_t start = k == 0 ? 0 : ends[k - 1];
+        return text.substr(start, ends[k] - start);
+    };
+    // A CJK clause longer than a few characters is one piece that almost
+    // never repeats: looking it up and storing it costs more than its BPE
+    // (which the per-character shortcut keeps short), so it skips the cache.
+    auto cached = [&](std::string_view piece) {
+        return piece.size() <= WordCache::kMaxPieceBytes &&
+               !(piece.size() > kCjkCachedBytesMax && static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u);
+    };
+    // Hashes computed kAhead pieces early, with the slot prefetched: on text
+    // seen for the first time the lookups are cache misses, and waiting for
+    // each in turn was most of the word cache's cost (perf, issue 18).
+    constexpr std::size_t kAhead = 8;
+    std::uint64_t hashes[16];
+    static_assert(std::size(hashes) > kAhead);
+    auto prepare = [&](std::size_t k) {
+        const std::string_view piece = pieceAt(k);
+        if (!cached(piece)) return;
+        const std::uint64_t hash = hash64(piece);
+        hashes[k & 15] = hash;
+        cache->prefetch(hash);
+    };
+    if (cache != nullptr) {
+        for (std::size_t k = 0; k < kAhead && k < count; ++k) prepare(k);
+    }
+    for (std::size_t k = 0; k < count; ++k) {
+        const std::string_view piece = pieceAt(k);
+        if (cache != nullptr && k + kAhead < count) prepare(k + kAhead);
+        if (cache != nullptr && cached(piece)) {
+            const std::uint64_t hash = hashes[k & 15];
+            std::uint32_t n = 0;
+            if (const std::uint32_t* ids = cache->find(piece, hash, n)) {
+                on_piece(ids, n);
                 continue;
             }
             scratch.clear();

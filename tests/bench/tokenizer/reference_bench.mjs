@@ -43,12 +43,17 @@ for (const file of files) {
   const buf = fs.readFileSync(file);
   const parts = chunks(buf);
   let t = performance.now();
+  // CPU time of the whole process (the binding encodes on another thread): on
+  // a shared machine it is steadier than wall time.
+  const cpu0 = process.cpuUsage();
   let chunkTokens = 0;
   for (const p of parts) chunkTokens += (await tokenizer.encode(p, null, { addSpecialTokens: false })).getIds().length;
   const chunkMs = performance.now() - t;
+  const cpu = process.cpuUsage(cpu0);
+  const chunkCpuMs = (cpu.user + cpu.system) / 1000;
   const whole = buf.toString("utf8");
   t = performance.now();
   const wholeTokens = (await tokenizer.encode(whole, null, { addSpecialTokens: false })).getIds().length;
   const wholeMs = performance.now() - t;
-  console.log(JSON.stringify({ file: path.basename(file), bytes: buf.length, loadMs, chunkTokens, chunkMs, wholeTokens, wholeMs }));
+  console.log(JSON.stringify({ file: path.basename(file), bytes: buf.length, loadMs, chunkTokens, chunkMs, chunkCpuMs, wholeTokens, wholeMs }));
 }

@@ -2,10 +2,15 @@
 // English prose, Chinese, source code and a mixed chat transcript, beside a
 // plain memory pass over the same bytes and HuggingFace tokenizers (npm, via
 // node) on the same text; the next turn of a 1M-token conversation; load
-// time and resident memory.
+// time and resident memory. A fifth corpus, "system", is first-contact text
+// made at run time from the machine's man pages and headers (system_corpus.hpp);
+// every corpus is also counted cold: first pass in a fresh process.
 //
-//   dpgate-bench-tokenizer [--tokenizer DIR] [--no-reference] [--only english|chinese|code|chat]
+//   dpgate-bench-tokenizer [--tokenizer DIR] [--no-reference] [--only english|chinese|code|chat|system]
+//                          [--cold-runs N] [--save-corpora DIR]
+//   dpgate-bench-tokenizer --cold-child FILE   (one cold count; run by the bench itself)
 #include <sys/resource.h>
+#include <time.h>
 
 #include <algorithm>
 #include <array>
@@ -22,7 +27,9 @@
 #include "admission/request_scan.hpp"
 #include "admission/template/chat_template.hpp"
 #include "admission/tokenizer/deepseek_v3_splitter.hpp"
+#include "admission/tokenizer/fast_hash.hpp"
 #include "admission/tokenizer/token_counter.hpp"
+#include "system_corpus.hpp"
 
 namespace {
 
@@ -30,6 +37,13 @@ using namespace dpgate::admission;
 using Clock = std::chrono::steady_clock;
 
 double msSince(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// This thread's CPU time: on a machine shared with builds, steadier than wall time.
+double threadCpuMs() {
+    timespec ts{};
+    ::clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+    return static_cast<double>(ts.tv_sec) * 1e3 + static_cast<double>(ts.tv_nsec) / 1e6;
+}
 
 long statusKb(const char* field) {
     std::ifstream in("/proc/self/status");
@@ -237,6 +251,7 @@ double mbPerS(std::size_t bytes, double ms) { return static_cast<double>(bytes) 
 struct Measured {
     double ms = 1e300;
     std::uint64_t tokens = 0;
+    double cpu_ms = 1e300;  // this thread's CPU time (best, or the cold runs' median)
 };
 
 template <typename Fn>
@@ -244,9 +259,12 @@ Measured bestOf(int runs, Fn fn) {
     Measured best;
     for (int i = 0; i < runs; ++i) {
         const auto t0 = Clock::now();
+        const double cpu0 = threadCpuMs();
         const std::uint64_t tokens = fn();
+        const double cpu_ms = threadCpuMs() - cpu0;
         const double ms = msSince(t0);
-        if (ms < best.ms) best = {ms, tokens};
+        if (ms < best.ms) best = {ms, tokens, best.cpu_ms};
+        best.cpu_ms = std::min(best.cpu_ms, cpu_ms);
     }
     return best;
 }
@@ -258,6 +276,50 @@ TokenCounterLimits noSegmentCache() {
     return limits;
 }
 
+// Cold: load the tokenizer, then count `file` once in 16 KB chunks with a
+// fresh counter, as `dpgate tokens` does in a new process. Prints
+// {"ms":..,"tokens":..}; the parent runs this several times per corpus.
+int coldChild(const std::filesystem::path& dir, const std::string& file) {
+    TokenizerLoad loaded = Tokenizer::load(dir);
+    if (!loaded.tokenizer) return 1;
+    std::ifstream in(file, std::ios::binary);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    const auto parts = chunk16k(text);
+    const auto t0 = Clock::now();
+    const double cpu0 = threadCpuMs();
+    TokenCounter counter(loaded.tokenizer, noSegmentCache());
+    std::uint64_t total = 0;
+    for (const auto part : parts) total += counter.count(part).tokens;
+    const double cpu_ms = threadCpuMs() - cpu0;
+    const double ms = msSince(t0);
+    std::printf("{\"ms\":%.3f,\"cpu_ms\":%.3f,\"tokens\":%llu}\n", ms, cpu_ms, static_cast<unsigned long long>(total));
+    return 0;
+}
+
+// Median of `runs` cold counts of `file`, each in a fresh process (this program, --cold-child).
+Measured coldInFreshProcesses(const std::filesystem::path& dir, const std::string& file, int runs) {
+    std::vector<double> ms;
+    std::vector<double> cpu_ms;
+    std::uint64_t tokens = 0;
+    const std::string cmd = std::filesystem::read_symlink("/proc/self/exe").string() + " --tokenizer " + dir.string() +
+                            " --cold-child " + file;
+    for (int i = 0; i < runs; ++i) {
+        FILE* pipe = ::popen(cmd.c_str(), "r");
+        char buf[256];
+        if (pipe != nullptr && std::fgets(buf, sizeof buf, pipe) != nullptr) {
+            const auto j = nlohmann::json::parse(buf);
+            ms.push_back(j["ms"].get<double>());
+            cpu_ms.push_back(j["cpu_ms"].get<double>());
+            tokens = j["tokens"].get<std::uint64_t>();
+        }
+        if (pipe != nullptr) ::pclose(pipe);
+    }
+    if (ms.empty()) return {};
+    std::sort(ms.begin(), ms.end());
+    std::sort(cpu_ms.begin(), cpu_ms.end());
+    return {ms[ms.size() / 2], tokens, cpu_ms[cpu_ms.size() / 2]};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -265,12 +327,19 @@ int main(int argc, char** argv) {
     if (const char* env = std::getenv("DPGATE_TOKENIZER_DIR")) dir = env;
     bool reference = true;
     std::string only;  // one corpus, for profiling
+    std::string cold_child;
+    std::string save_corpora;  // writes DIR/<corpus>.txt, for profiling and A/B runs
+    int cold_runs = 5;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--tokenizer" && i + 1 < argc) dir = argv[++i];
         else if (arg == "--no-reference") reference = false;
         else if (arg == "--only" && i + 1 < argc) only = argv[++i];
+        else if (arg == "--cold-child" && i + 1 < argc) cold_child = argv[++i];
+        else if (arg == "--cold-runs" && i + 1 < argc) cold_runs = std::max(1, std::atoi(argv[++i]));
+        else if (arg == "--save-corpora" && i + 1 < argc) save_corpora = argv[++i];
     }
+    if (!cold_child.empty()) return coldChild(dir, cold_child);
 
     // Load: first (cold-ish) and best of three; memory right after.
     const long rss_before_kb = statusKb("VmRSS:");
@@ -306,7 +375,22 @@ int main(int argc, char** argv) {
     corpora.push_back({"chinese", generate(kBytes, [&] { return chineseParagraph(rng); })});
     corpora.push_back({"code", generate(kBytes, [&] { return codeBlock(rng, lexicon); })});
     corpora.push_back({"chat", generate(kBytes, [&] { return chatTurn(rng, lexicon); })});
+    {
+        dpgate::bench::SystemCorpus system = dpgate::bench::systemCorpus(kBytes);
+        std::printf(
+            "system corpus: %.2f MB from this machine: %zu man pages (%.2f MB) in %zu languages, %zu headers (%.2f "
+            "MB); hash64 %016llx\n\n",
+            system.text.size() / 1e6, system.man_files, system.man_bytes / 1e6, system.languages, system.header_files,
+            system.header_bytes / 1e6, static_cast<unsigned long long>(hash64(system.text)));
+        corpora.push_back({"system", std::move(system.text)});
+    }
 
+    if (!save_corpora.empty()) {
+        std::filesystem::create_directories(save_corpora);
+        for (const Corpus& c : corpora)
+            std::ofstream(std::filesystem::path(save_corpora) / (std::string(c.name) + ".txt"), std::ios::binary)
+                << c.text;
+    }
     if (!only.empty()) {
         std::erase_if(corpora, [&](const Corpus& c) { return c.name != only; });
     }
@@ -323,11 +407,12 @@ int main(int argc, char** argv) {
     struct Row {
         const char* name;
         std::size_t bytes;
-        double sum_mbs, chunk_mbs, whole_mbs;
+        double sum_mbs, chunk_mbs, whole_mbs, cold_mbs, cold_cpu_mbs, warm_mbs;
         std::uint64_t chunk_tokens, whole_tokens;
     };
     std::vector<Row> rows;
-    for (const Corpus& c : corpora) {
+    for (std::size_t ci = 0; ci < corpora.size(); ++ci) {
+        const Corpus& c = corpora[ci];
         const Measured sum = bestOf(5, [&] {
             std::uint64_t s = 0;
             for (const char ch : c.text) s += static_cast<unsigned char>(ch);
@@ -346,14 +431,37 @@ int main(int argc, char** argv) {
             TokenCounter counter(tokenizer, noSegmentCache());
             return counter.count(c.text).tokens;
         });
+        // Warm: the same text again through the counter that just counted it
+        // (word cache full of its words; segment cache still off).
+        const Measured warm = [&] {
+            TokenCounter counter(tokenizer, noSegmentCache());
+            for (const auto part : parts) (void)counter.count(part);
+            return bestOf(3, [&] {
+                std::uint64_t total = 0;
+                for (const auto part : parts) total += counter.count(part).tokens;
+                return total;
+            });
+        }();
+        const Measured cold = coldInFreshProcesses(dir, files[ci], cold_runs);
+        if (cold.tokens != chunked.tokens || warm.tokens != chunked.tokens)
+            std::printf("%s: cold/warm counts differ from the first pass!\n", c.name);
         rows.push_back({c.name, c.text.size(), mbPerS(c.text.size(), sum.ms), mbPerS(c.text.size(), chunked.ms),
-                        mbPerS(c.text.size(), whole.ms), chunked.tokens, whole.tokens});
+                        mbPerS(c.text.size(), whole.ms), mbPerS(c.text.size(), cold.ms),
+                        mbPerS(c.text.size(), cold.cpu_ms), mbPerS(c.text.size(), warm.cpu_ms), chunked.tokens,
+                        whole.tokens});
     }
 
-    std::printf("%-8s %9s %11s %12s %12s %8s\n", "corpus", "tokens", "sum MB/s", "16KB MB/s", "4MB MB/s", "vs sum");
+    std::printf(
+        "16 KB chunks: cold = first pass in a fresh process (median of %d; wall time, and CPU time of the counting\n"
+        "thread), first = fresh counter in this process (best of 3, wall), warm = second pass through the same\n"
+        "counter (best of 3, CPU time)\n",
+        cold_runs);
+    std::printf("%-8s %9s %9s %10s %9s %10s %10s %10s %8s\n", "corpus", "tokens", "sum MB/s", "cold MB/s", "cold cpu",
+                "first MB/s", "warm cpu", "4MB MB/s", "vs sum");
     for (const Row& r : rows) {
-        std::printf("%-8s %9llu %11.0f %12.1f %12.1f %7.1fx\n", r.name, static_cast<unsigned long long>(r.whole_tokens),
-                    r.sum_mbs, r.chunk_mbs, r.whole_mbs, r.sum_mbs / r.whole_mbs);
+        std::printf("%-8s %9llu %9.0f %10.1f %9.1f %10.1f %10.1f %10.1f %7.1fx\n", r.name,
+                    static_cast<unsigned long long>(r.whole_tokens), r.sum_mbs, r.cold_mbs, r.cold_cpu_mbs, r.chunk_mbs,
+                    r.warm_mbs, r.whole_mbs, r.sum_mbs / r.whole_mbs);
     }
 
     // The per-character shortcut (bpe_char_premerge.cpp) must change no id:
@@ -417,17 +525,21 @@ int main(int argc, char** argv) {
         char buf[4096];
         std::size_t i = 0;
         bool all_equal = true;
-        std::printf("%-8s %12s %12s %10s %10s %s\n", "corpus", "ref 16KB", "ref 4MB", "16KB x", "4MB x", "counts");
+        std::printf("%-8s %12s %12s %12s %8s %10s %8s %8s %8s %s\n", "corpus", "ref 16KB", "ref cpu", "ref 4MB",
+                    "cold x", "cold cpu x", "first x", "warm cpu x", "4MB x", "counts");
         while (pipe != nullptr && std::fgets(buf, sizeof buf, pipe) != nullptr && i < rows.size()) {
             const auto j = nlohmann::json::parse(buf);
             const Row& r = rows[i++];
             const double ref_chunk = mbPerS(r.bytes, j["chunkMs"].get<double>());
             const double ref_whole = mbPerS(r.bytes, j["wholeMs"].get<double>());
+            const double ref_cpu = mbPerS(r.bytes, j["chunkCpuMs"].get<double>());
             const bool equal = j["chunkTokens"].get<std::uint64_t>() == r.chunk_tokens &&
                                j["wholeTokens"].get<std::uint64_t>() == r.whole_tokens;
             all_equal = all_equal && equal;
-            std::printf("%-8s %9.2f MB/s %7.2f MB/s %9.1fx %9.1fx %s\n", r.name, ref_chunk, ref_whole,
-                        r.chunk_mbs / ref_chunk, r.whole_mbs / ref_whole, equal ? "identical" : "DIFFERENT");
+            std::printf("%-8s %7.2f MB/s %7.2f MB/s %7.2f MB/s %7.1fx %9.1fx %7.1fx %7.1fx %7.1fx %s\n", r.name,
+                        ref_chunk, ref_cpu, ref_whole, r.cold_mbs / ref_chunk, r.cold_cpu_mbs / ref_cpu,
+                        r.chunk_mbs / ref_chunk, r.warm_mbs / ref_cpu, r.whole_mbs / ref_whole,
+                        equal ? "identical" : "DIFFERENT");
         }
         if (pipe != nullptr) ::pclose(pipe);
         if (i != rows.size()) std::printf("reference run incomplete (node missing?)\n");

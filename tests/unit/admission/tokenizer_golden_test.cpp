@@ -5,6 +5,7 @@
 
 #include <fstream>
 
+#include "admission/tokenizer/deepseek_v3_splitter.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "test_support.hpp"
 
@@ -16,9 +17,9 @@ struct GoldenString {
     std::vector<std::uint32_t> ids;
 };
 
-std::vector<GoldenString> loadGoldenStrings() {
+std::vector<GoldenString> loadGoldenStrings(const char* file = "tokenizer_strings.jsonl") {
     std::vector<GoldenString> out;
-    std::ifstream in(test::goldenDir() / "tokenizer_strings.jsonl");
+    std::ifstream in(test::goldenDir() / file);
     std::string line;
     while (std::getline(in, line)) {
         const auto j = nlohmann::json::parse(line);
@@ -65,6 +66,38 @@ TEST(TokenizerGolden, CountEqualsIdsWithWarmAndColdCaches) {
             ASSERT_TRUE(a.ok && b.ok);
             ASSERT_EQ(a.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
             ASSERT_EQ(b.tokens, golden[i].ids.size()) << "string " << i << " pass " << pass;
+        }
+    }
+}
+
+// Long single pieces (base64 and hex runs, long identifiers, URLs, minified
+// code, long words in several scripts; tests/golden/generate_long_pieces.mjs):
+// the merge path for pieces of more than 64 symbols, with and without the
+// word cache, against the reference's ids.
+TEST(TokenizerGolden, LongPiecesMatchReference) {
+    const auto tokenizer = test::referenceTokenizer();
+    ASSERT_NE(tokenizer, nullptr);
+    const auto golden = loadGoldenStrings("tokenizer_long_pieces.jsonl");
+    ASSERT_GE(golden.size(), 100u);
+    std::size_t long_pieces = 0;
+    std::vector<std::uint32_t> ends;
+    for (const GoldenString& g : golden) {
+        ends.clear();
+        splitDeepSeekV3(g.text, ends);
+        std::uint32_t start = 0;
+        for (const std::uint32_t end : ends) {
+            if (end - start > 64) ++long_pieces;
+            start = end;
+        }
+    }
+    EXPECT_GE(long_pieces, golden.size() / 2) << "the corpus no longer exercises the long-piece path";
+    TokenCounter counter(tokenizer);
+    for (int pass = 0; pass < 2; ++pass) {  // the second pass through a warm word cache
+        for (std::size_t i = 0; i < golden.size(); ++i) {
+            std::vector<std::uint32_t> ids;
+            ASSERT_FALSE(counter.encode(golden[i].text, ids).has_value());
+            ASSERT_EQ(ids, golden[i].ids) << "string " << i << " \"" << test::escaped(golden[i].text) << "\"";
+            ASSERT_EQ(counter.count(golden[i].text).tokens, golden[i].ids.size());
         }
     }
 }

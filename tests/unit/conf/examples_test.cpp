@@ -78,6 +78,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "model.tokenizer",
         "model.chat_template",
         "model.chat_template_content_format",
+        "model.count_cache_bytes",
         "limits.max_body_bytes",
         "limits.max_header_bytes",
         "limits.max_header_count",

@@ -40,7 +40,7 @@ INSTANTIATE_TEST_SUITE_P(
         UnknownKeyCase{"model:\n  max_tokens: 5\n" + b,
                        "conf: model.max_tokens: line 2: unknown key; expected one of: id, aliases, window_tokens, "
                        "max_output_tokens, image_reserve_tokens, max_images, tokenizer, chat_template, "
-                       "chat_template_content_format"},
+                       "chat_template_content_format, count_cache_bytes"},
         UnknownKeyCase{"limits:\n  body_bytes: 5\n" + b,
                        "conf: limits.body_bytes: line 2: unknown key; expected one of: max_body_bytes, "
                        "max_header_bytes, max_header_count, max_connections, header_timeout_ms, "

@@ -1,0 +1,116 @@
+// The count caches stay within their byte bound (issue 18, part 3), and
+// eviction never changes a count.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "admission/tokenizer/segment_cache.hpp"
+#include "admission/tokenizer/token_counter.hpp"
+#include "admission/tokenizer/word_cache.hpp"
+#include "test_support.hpp"
+
+namespace dpgate::admission {
+namespace {
+
+TEST(SegmentCache, AccountedBytesNeverExceedTheBoundAndOldEntriesAreEvicted) {
+    constexpr std::size_t kBound = 64 * 1024;
+    SegmentCache cache(kBound);
+    std::size_t max_seen = 0;
+    const std::string segment(40, 'x');  // only the length is part of the key besides the hash
+    for (std::uint64_t i = 1; i <= 200000; ++i) {
+        const Hash128 hash{i * 0x9e3779b97f4a7c15ull, i};
+        ASSERT_FALSE(cache.find(segment, hash).has_value());
+        cache.insert(segment, hash, i);
+        max_seen = std::max(max_seen, cache.memoryBytes());
+        ASSERT_LE(cache.memoryBytes(), kBound) << "after " << i << " inserts";
+    }
+    // The bound was reached (not merely respected by staying small) ...
+    EXPECT_GT(max_seen, kBound / 2);
+    EXPECT_GT(cache.rotations(), 0u);
+    // ... the first entries are gone, the latest are there with their values.
+    EXPECT_FALSE(cache.find(segment, Hash128{0x9e3779b97f4a7c15ull, 1}).has_value());
+    const std::uint64_t last = 200000;
+    EXPECT_EQ(cache.find(segment, Hash128{last * 0x9e3779b97f4a7c15ull, last}), last);
+    // Same hash, other length: another segment.
+    EXPECT_FALSE(cache.find(std::string(41, 'x'), Hash128{last * 0x9e3779b97f4a7c15ull, last}).has_value());
+}
+
+TEST(SegmentCache, HitInThePreviousGenerationSurvivesTheNextRotation) {
+    SegmentCache cache(std::size_t{1} << 20, 8);  // 4 entries per generation
+    const std::string segment = "a segment of text";
+    auto hash = [](std::uint64_t i) { return Hash128{i * 0xc2b2ae3d27d4eb4full + 1, i}; };
+    for (std::uint64_t i = 0; i < 4; ++i) cache.insert(segment, hash(i), i);
+    for (std::uint64_t i = 4; i < 8; ++i) cache.insert(segment, hash(i), i);  // 0..3 now previous
+    // A hit in the previous generation copies 0 into the current one (which
+    // rotates: 4..7 become previous, 1..3 are dropped).
+    ASSERT_EQ(cache.find(segment, hash(0)), 0u);
+    EXPECT_FALSE(cache.find(segment, hash(1)).has_value());
+    for (std::uint64_t i = 8; i < 12; ++i) cache.insert(segment, hash(i), i);  // rotates again: 4..7 dropped
+    EXPECT_EQ(cache.find(segment, hash(0)), 0u);
+    EXPECT_FALSE(cache.find(segment, hash(4)).has_value());
+    EXPECT_EQ(cache.find(segment, hash(11)), 11u);
+    EXPECT_LE(cache.size(), 8u);
+}
+
+TEST(SegmentCache, TooSmallABoundCachesNothing) {
+    SegmentCache cache(16);
+    cache.insert("some segment", Hash128{1, 2}, 3);
+    EXPECT_FALSE(cache.find("some segment", Hash128{1, 2}).has_value());
+    EXPECT_EQ(cache.memoryBytes(), 0u);
+}
+
+TEST(WordCache, MemoryIsFixedAtConstructionWhateverIsInserted) {
+    WordCache cache(256);
+    const std::size_t bytes = WordCache::bytesFor(256);
+    EXPECT_EQ(cache.memoryBytes(), bytes);
+    std::vector<std::uint32_t> ids(64, 7);
+    for (std::uint64_t i = 0; i < 10000; ++i) {
+        // Long pieces with many ids fill the arenas long before the entries.
+        const std::string piece = std::to_string(i) + std::string(50, 'w');
+        cache.insert(piece, i * 0x9e3779b97f4a7c15ull, ids.data(), static_cast<std::uint32_t>(1 + i % 64));
+        ASSERT_EQ(cache.memoryBytes(), bytes) << "after " << i << " inserts";
+        std::uint32_t count = 0;
+        ASSERT_NE(cache.find(piece, i * 0x9e3779b97f4a7c15ull, count), nullptr);
+        ASSERT_EQ(count, 1 + i % 64);
+    }
+}
+
+// Many long conversations interleaved through one counter whose bound holds
+// a fraction of them: every count equals a fresh counter's, the accounting
+// never passes the bound, and both hits and evictions happen.
+TEST(TokenCounter, CountsStayExactWhileTheBoundEvicts) {
+    const auto tokenizer = test::referenceTokenizer();
+    ASSERT_NE(tokenizer, nullptr);
+    constexpr std::size_t kBound = 96 * 1024;
+    TokenCounter bounded(tokenizer, TokenCounterLimits{.cache_bytes = kBound});
+    constexpr int kConversations = 40;
+    std::vector<std::string> prompts(kConversations, "<｜begin▁of▁sentence｜>You are terse.");
+    std::uint64_t rng = 12345;
+    auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+    };
+    const char* words[] = {"count", "token", "naïve", "日本語", "Ünïcode", "  ", "\n", "x=1;", "base64:QUJD", "42"};
+    for (int turn = 0; turn < 30; ++turn) {
+        for (int c = 0; c < kConversations; ++c) {
+            std::string& p = prompts[c];
+            p += "<｜User｜>conversation " + std::to_string(c) + " turn " + std::to_string(turn) + ":";
+            for (int w = 0; w < 60; ++w) p += words[next() % std::size(words)];
+            p += "<｜Assistant｜>";
+            const TokenCount got = bounded.count(p);
+            TokenCounter fresh(tokenizer);
+            const TokenCount want = fresh.count(p);
+            ASSERT_TRUE(got.ok && want.ok);
+            ASSERT_EQ(got.tokens, want.tokens) << "conversation " << c << " turn " << turn;
+            ASSERT_LE(bounded.cacheBytes(), kBound);
+            p += "an answer for " + std::to_string(c) + "<｜end▁of▁sentence｜>";
+        }
+    }
+    EXPECT_GT(bounded.segmentCache().hits(), 0u);
+    EXPECT_GT(bounded.segmentCache().rotations(), 0u);
+}
+
+}  // namespace
+}  // namespace dpgate::admission
