@@ -1,5 +1,7 @@
 #include "gateway/server.hpp"
 
+#include "admission/request_scan.hpp"
+
 #include "gateway/admin_listener.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
@@ -31,6 +33,12 @@ ModelFiles loadAndReport(const conf::ModelConfig& model) {
         logLine(files.chat_template ? LogLevel::info : LogLevel::warn, std::string(summary.substr(0, end)));
         summary = end == std::string_view::npos ? std::string_view() : summary.substr(end + 1);
     }
+    // Which build of the request scan this CPU runs (request_scan.hpp).
+    std::string kernels;
+    for (const std::string& kernel : admission::RequestScanner::supportedKernels())
+        kernels += (kernels.empty() ? "" : ", ") + kernel;
+    logLine(LogLevel::info, "request scan: simdjson kernel " + admission::RequestScanner::bestKernel() +
+                                " (this CPU runs: " + kernels + ")");
     return files;
 }
 }  // namespace
