@@ -1,52 +1,1089 @@
 #include "admission/request_scan.hpp"
 
-#include "admission/request_scan_kernel.hpp"
-
 #include <simdjson.h>
 
-#include <stdexcept>
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "admission/template/jinja/py_json.hpp"
+#include "admission/tokenizer/utf8.hpp"
+#include "gateway/api_error.hpp"
 
 namespace dpgate::admission {
 
-std::vector<std::string> RequestScanner::supportedKernels() {
-    std::vector<std::string> kernels;
-#if DPGATE_HAS_HASWELL_SCAN
-    // simdjson's CPU detection decides, as it does for its own stage 1 (and
-    // SIMDJSON_FORCE_IMPLEMENTATION overrides it the same way): the haswell
-    // build runs where simdjson would run haswell or its superset, icelake.
-    const std::string active = simdjson::get_active_implementation()->name();
-    if ((active == "haswell" || active == "icelake") && std::string(scan_baseline::kernelName()) != "haswell")
-        kernels.emplace_back(scan_haswell::kernelName());
-#endif
-    kernels.emplace_back(scan_baseline::kernelName());
-    return kernels;
-}
+namespace od = simdjson::ondemand;
 
-const std::string& RequestScanner::bestKernel() {
-    static const std::string best = supportedKernels().front();
-    return best;
-}
+namespace {
 
-RequestScanner::RequestScanner() : RequestScanner(bestKernel()) {}
+// A parser sized for a 128 MB body keeps its (mostly untouched) buffers;
+// drop them when much smaller bodies follow.
+constexpr std::size_t kShrinkAboveBytes = 32u << 20;
 
-RequestScanner::RequestScanner(std::string_view kernel) : kernel_name_(kernel) {
-    if (kernel == scan_baseline::kernelName()) {
-        kernel_ = scan_baseline::makeScanner();
-        return;
+// A JSON path ("messages[3].content[1].image_url"), rendered to text only
+// when an error names it: building it per field was a heap string per
+// message on every request.
+class Path {
+public:
+    Path(const char* root) : key_(root) {}       // NOLINT(google-explicit-constructor): literals name top-level fields
+    Path(std::string_view root) : key_(root) {}  // NOLINT(google-explicit-constructor)
+    Path field(std::string_view key) const { return Path(this, key, 0, false); }
+    Path index(std::size_t i) const { return Path(this, {}, i, true); }
+    std::string str() const {
+        std::string out = parent_ != nullptr ? parent_->str() : std::string();
+        if (is_index_) {
+            out += "[" + std::to_string(index_) + "]";
+        } else {
+            if (parent_ != nullptr) out += '.';
+            out += clipUtf8(key_, 40);
+        }
+        return out;
     }
-#if DPGATE_HAS_HASWELL_SCAN
-    for (const std::string& supported : supportedKernels())
-        if (kernel == supported && kernel == scan_haswell::kernelName()) kernel_ = scan_haswell::makeScanner();
-#endif
-    if (!kernel_)
-        throw std::invalid_argument("request scan: kernel '" + std::string(kernel) + "' is not supported here");
+
+private:
+    Path(const Path* parent, std::string_view key, std::size_t index, bool is_index)
+        : parent_(parent), key_(key), index_(index), is_index_(is_index) {}
+    const Path* parent_ = nullptr;  // lives on a caller's stack frame, longer than this
+    std::string_view key_;
+    std::size_t index_ = 0;
+    bool is_index_ = false;
+};
+
+Path at(const Path& path, std::size_t index) { return path.index(index); }
+
+ScanError fail(const Path& path, std::string_view what) {
+    ScanError error;
+    error.param = path.str();
+    error.message = error.param + ": " + std::string(what);
+    return error;
 }
 
+ScanError jsonError(const Path& path, simdjson::error_code code) {
+    switch (code) {
+        case simdjson::STRING_ERROR: return fail(path, "invalid string (a lone surrogate or a bad escape)");
+        case simdjson::DEPTH_ERROR: return fail(path, "JSON nested too deeply");
+        case simdjson::UNESCAPED_CHARS: return fail(path, "invalid string (unescaped control character)");
+        case simdjson::UNCLOSED_STRING: return fail(path, "malformed JSON (unclosed string)");
+        case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
+        case simdjson::TAPE_ERROR: return fail(path, "malformed JSON (truncated, unbalanced or trailing content)");
+        default: return fail(path, std::string("malformed JSON (") + simdjson::error_message(code) + ")");
+    }
+}
+
+std::string_view trimmed(std::string_view text) {
+    while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {
+        text.remove_suffix(1);
+    }
+    return text;
+}
+
+std::optional<ScanError> typeOf(od::value& value, const Path& path, od::json_type& type) {
+    if (auto error = value.type().get(type)) return jsonError(path, error);
+    return std::nullopt;
+}
+
+std::optional<ScanError> readString(od::value& value, const Path& path, std::string_view& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::string) return fail(path, "must be a string");
+    if (auto error = value.get_string().get(out)) return jsonError(path, error);
+    return std::nullopt;
+}
+
+// Null leaves `out` untouched and sets `present` false.
+std::optional<ScanError> readOptionalString(od::value& value, const Path& path, std::string_view& out, bool& present) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    present = type != od::json_type::null;
+    if (!present) return std::nullopt;
+    return readString(value, path, out);
+}
+
+std::optional<ScanError> readOptionalBool(od::value& value, const Path& path, bool& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    if (type != od::json_type::boolean) return fail(path, "must be a boolean");
+    if (auto error = value.get_bool().get(out)) return jsonError(path, error);
+    return std::nullopt;
+}
+
+bool isIntegerText(std::string_view text) {
+    if (!text.empty() && text.front() == '-') text.remove_prefix(1);
+    return !text.empty() && std::all_of(text.begin(), text.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// Integers only: 100.0, 1e3, "100", true and null are refused by name.
+std::optional<ScanError> readInteger(od::value& value, const Path& path, ScannedInteger& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::number) return fail(path, "must be an integer");
+    out.text = trimmed(value.raw_json_token());
+    out.present = true;
+    std::int64_t parsed = 0;
+    const auto error = value.get_int64().get(parsed);
+    if (!error) {
+        out.value = parsed;
+        return std::nullopt;
+    }
+    // 2^64 and beyond: an integer, just out of every range the rules allow.
+    if (isIntegerText(out.text)) {
+        out.fits_int64 = false;
+        return std::nullopt;
+    }
+    return fail(path, "must be an integer, not " + std::string(clipUtf8(out.text, 40)));
+}
+
+// An image part's image_url: a string, or an object whose url is a string.
+// The URL (often megabytes of base64) is type-checked and skipped, never read.
+std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::string) return std::nullopt;
+    if (type != od::json_type::object) return fail(path, "must be an object with a string url");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    bool has_url = false;
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        if (key != "url") continue;
+        od::value url = field.value();
+        od::json_type url_type;
+        if (auto error = typeOf(url, path.field("url"), url_type)) return error;
+        if (url_type != od::json_type::string) return fail(path.field("url"), "must be a string");
+        has_url = true;
+    }
+    if (!has_url) return fail(path.field("url"), "missing (an image part needs image_url.url)");
+    return std::nullopt;
+}
+
+// Any JSON value as Python's json.loads makes it (vLLM's tools, template
+// kwargs, tool-call arguments sent as objects): a repeated key keeps its
+// first position and its last value; numbers are ints or floats as Python
+// reads them.
+std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    switch (type) {
+        case od::json_type::null: out = jinja::Value::none(); return std::nullopt;
+        case od::json_type::boolean: {
+            bool b = false;
+            if (auto error = value.get_bool().get(b)) return jsonError(path, error);
+            out = jinja::Value::boolean(b);
+            return std::nullopt;
+        }
+        case od::json_type::number:
+            out = jinja::pyJsonNumber(trimmed(value.raw_json_token()), arena);
+            return std::nullopt;
+        case od::json_type::string: {
+            std::string_view text;
+            if (auto error = value.get_string().get(text)) return jsonError(path, error);
+            out = jinja::Value::string(text);
+            return std::nullopt;
+        }
+        case od::json_type::array: {
+            od::array array;
+            if (auto error = value.get_array().get(array)) return jsonError(path, error);
+            jinja::ListBuilder list(arena);
+            std::size_t index = 0;
+            for (auto element_result : array) {
+                od::value element;
+                if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+                jinja::Value item;
+                if (auto error = readJsonValue(element, at(path, index), arena, item)) return error;
+                list.push(item);
+                ++index;
+            }
+            out = list.finish();
+            return std::nullopt;
+        }
+        case od::json_type::object: {
+            od::object object;
+            if (auto error = value.get_object().get(object)) return jsonError(path, error);
+            jinja::DictBuilder dict(arena);
+            for (auto field_result : object) {
+                od::field field;
+                if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+                std::string_view key;
+                if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+                od::value field_value = field.value();
+                jinja::Value item;
+                if (auto error = readJsonValue(field_value, path.field(key), arena, item)) return error;
+                dict.set(key, item);
+            }
+            out = dict.finish();
+            return std::nullopt;
+        }
+        default: return fail(path, "unexpected JSON value");
+    }
+}
+
+// Part types whose text vLLM renders, and the key holding it.
+std::optional<std::string_view> textKeyOf(std::string_view part_type) {
+    if (part_type == "text" || part_type == "input_text" || part_type == "output_text") return "text";
+    if (part_type == "refusal") return "refusal";
+    if (part_type == "thinking") return "thinking";
+    return std::nullopt;
+}
+
+std::optional<ScanError> readContentPart(od::value& value, const Path& path, ChatMessage& message) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::string) {  // vLLM takes a bare string as a text part
+        std::string_view text;
+        if (auto error = value.get_string().get(text)) return jsonError(path, error);
+        message.parts.push_back({ChatContentPart::Kind::text, text});
+        return std::nullopt;
+    }
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    std::string_view part_type;
+    bool has_type = false;
+    // Text of the keys a text-like part may carry; which one counts depends on the type.
+    std::string_view texts[3];
+    bool has_text[3] = {false, false, false};
+    constexpr std::string_view kTextKeys[3] = {"text", "refusal", "thinking"};
+    bool has_image_url = false;
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "type") {
+            if (auto error = readString(field_value, path.field("type"), part_type)) return error;
+            has_type = true;
+            continue;
+        }
+        if (key == "image_url") {
+            if (auto error = checkImageUrl(field_value, path.field("image_url"))) return error;
+            has_image_url = true;
+            continue;
+        }
+        for (std::size_t k = 0; k < 3; ++k) {
+            if (key != kTextKeys[k]) continue;
+            od::json_type text_type;
+            if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
+            if (text_type == od::json_type::null) break;
+            if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
+            if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
+            has_text[k] = true;
+        }
+    }
+    if (!has_type) return fail(path.field("type"), "missing");
+    if (auto text_key = textKeyOf(part_type)) {
+        const std::size_t k = *text_key == "text" ? 0 : *text_key == "refusal" ? 1 : 2;
+        // vLLM skips a text part whose text is missing or null.
+        if (has_text[k]) message.parts.push_back({ChatContentPart::Kind::text, texts[k]});
+    } else if (part_type == "image_url" || part_type == "input_image") {
+        if (!has_image_url) return fail(path.field("image_url"), "missing (an image part needs image_url.url)");
+        message.parts.push_back({ChatContentPart::Kind::image, {}});
+        ++message.images;
+    } else {
+        return fail(path.field("type"),
+                    "unsupported content part \"" + std::string(clipUtf8(part_type, 40)) +
+                        "\" (supported: text, input_text, output_text, refusal, thinking, image_url, "
+                        "input_image)");
+    }
+    return std::nullopt;
+}
+
+std::optional<ScanError> readContent(od::value& value, const Path& path, ChatMessage& message) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    message.parts.clear();
+    message.images = 0;
+    message.content_is_string = false;
+    message.content_null = type == od::json_type::null;
+    if (message.content_null) return std::nullopt;
+    if (type == od::json_type::string) {
+        std::string_view text;
+        if (auto error = value.get_string().get(text)) return jsonError(path, error);
+        message.parts.push_back({ChatContentPart::Kind::text, text});
+        message.content_is_string = true;
+        return std::nullopt;
+    }
+    if (type != od::json_type::array) return fail(path, "must be a string, an array of parts or null");
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+        if (auto error = readContentPart(element, at(path, index), message)) return error;
+        ++index;
+    }
+    return std::nullopt;
+}
+
+// A tool call's `arguments` as vLLM passes it to the template: a JSON string
+// parsed with json.loads ({} when it is not JSON), an object or array as
+// sent, anything else {}.
+std::optional<ScanError> readArguments(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::string) {
+        std::string_view text;
+        if (auto error = value.get_string().get(text)) return jsonError(path, error);
+        // json.loads("5") is 5, and vLLM keeps it; what is not JSON becomes {}.
+        if (auto error = jinja::pyJsonLoads(text, arena, out)) {
+            // Python's recursion limit is not a JSONDecodeError: the backend would fail the request.
+            if (error->too_deep) return fail(path, "JSON nested too deeply (more than 512 levels)");
+            out = jinja::DictBuilder(arena).finish();
+        }
+        return std::nullopt;
+    }
+    if (type == od::json_type::object || type == od::json_type::array) return readJsonValue(value, path, arena, out);
+    out = jinja::DictBuilder(arena).finish();
+    // A value of another type is still validated as JSON by the scan.
+    jinja::Value ignored;
+    return readJsonValue(value, path, arena, ignored);
+}
+
+std::optional<ScanError> readFunction(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    bool has_name = false;
+    std::string_view name;
+    bool has_arguments = false;
+    jinja::Value arguments;
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "name") {
+            if (auto error = readString(field_value, path.field("name"), name)) return error;
+            has_name = true;
+        } else if (key == "arguments") {
+            if (auto error = readArguments(field_value, path.field("arguments"), arena, arguments)) return error;
+            has_arguments = true;
+        }
+    }
+    if (!has_name) return fail(path.field("name"), "must be a string");
+    // pydantic rebuilds the function in its fields' order: arguments, name.
+    jinja::DictBuilder function(arena, 2);
+    function.set("arguments", has_arguments ? arguments : jinja::DictBuilder(arena).finish());
+    function.set("name", jinja::Value::string(name));
+    out = function.finish();
+    return std::nullopt;
+}
+
+std::optional<ScanError> readToolCall(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    jinja::Value id;
+    jinja::Value function;
+    jinja::Value call_type;
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "id") {
+            std::string_view text;
+            bool present = false;
+            if (auto error = readOptionalString(field_value, path.field("id"), text, present)) return error;
+            id = present ? jinja::Value::string(text) : jinja::Value::none();
+        } else if (key == "type") {
+            std::string_view text;
+            if (auto error = readString(field_value, path.field("type"), text)) return error;
+            call_type = jinja::Value::string(text);
+        } else if (key == "function") {
+            if (auto error = readFunction(field_value, path.field("function"), arena, function)) return error;
+        }
+    }
+    if (call_type.isUndefined()) return fail(path.field("type"), "must be a string");
+    if (function.isUndefined())
+        return fail(path.field("function"), "missing (a tool call needs function.name and function.arguments)");
+    // The keys the request has, in the order of the OpenAI TypedDict pydantic rebuilds: id, function, type.
+    jinja::DictBuilder call(arena, 3);
+    if (!id.isUndefined()) call.set("id", id);
+    call.set("function", function);
+    call.set("type", call_type);
+    out = call.finish();
+    return std::nullopt;
+}
+
+std::optional<ScanError> readToolCalls(od::value& value, const Path& path, jinja::Arena& arena, ChatMessage& message) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    message.has_tool_calls = false;
+    if (type == od::json_type::null) return std::nullopt;
+    if (type != od::json_type::array) return fail(path, "must be an array");
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    jinja::ListBuilder calls(arena);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+        jinja::Value call;
+        if (auto error = readToolCall(element, at(path, index), arena, call)) return error;
+        calls.push(call);
+        ++index;
+    }
+    // vLLM drops an empty list, keeping templates on their plain-assistant path.
+    message.has_tool_calls = index > 0;
+    message.tool_calls = calls.finish();
+    return std::nullopt;
+}
+
+std::optional<ScanError> readMessage(od::value& value, const Path& path, jinja::Arena& arena, ChatMessage& message) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    bool has_role = false;
+    bool has_reasoning = false;  // `reasoning` wins over `reasoning_content`
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "role") {
+            if (auto error = readString(field_value, path.field("role"), message.role)) return error;
+            has_role = true;
+        } else if (key == "content") {
+            if (auto error = readContent(field_value, path.field("content"), message)) return error;
+        } else if (key == "tool_calls") {
+            if (auto error = readToolCalls(field_value, path.field("tool_calls"), arena, message)) return error;
+        } else if (key == "tool_call_id") {
+            bool present = false;
+            std::string_view id;
+            if (auto error = readOptionalString(field_value, path.field("tool_call_id"), id, present)) return error;
+            message.has_tool_call_id = true;
+            message.tool_call_id = present ? jinja::Value::string(id) : jinja::Value::none();
+        } else if (key == "name") {
+            od::json_type name_type;
+            if (auto error = typeOf(field_value, path.field("name"), name_type)) return error;
+            message.has_name = name_type == od::json_type::string;
+            if (message.has_name) {
+                if (auto error = field_value.get_string().get(message.name))
+                    return jsonError(path.field("name"), error);
+            }
+        } else if (key == "reasoning" || key == "reasoning_content") {
+            std::string_view text;
+            bool present = false;
+            if (auto error = readOptionalString(field_value, path.field(key), text, present)) return error;
+            if (present && (key == "reasoning" || !has_reasoning)) {
+                message.has_reasoning = true;
+                message.reasoning = text;
+                has_reasoning = key == "reasoning";
+            }
+        }
+    }
+    if (!has_role) return fail(path.field("role"), "missing");
+    return std::nullopt;
+}
+
+std::optional<ScanError> readMessages(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
+    const Path path("messages");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::array) return fail(path, "must be an array");
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+        chat.messages.emplace_back();
+        if (auto error = readMessage(element, at(path, index), arena, chat.messages.back())) return error;
+        ++index;
+    }
+    if (index == 0) return fail(path, "must contain at least one message");
+    return std::nullopt;
+}
+
+// `tools` as vLLM validates and dumps them (ChatCompletionToolsParam,
+// FunctionDefinition): {"type": "function", "function": {"name",
+// "description", "parameters"[, "strict"][, "defer_loading"]}}[+ defer_loading].
+std::optional<ScanError> readTool(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out,
+                                  std::string_view& name) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    bool has_function = false;
+    jinja::Value description = jinja::Value::none();
+    jinja::Value parameters = jinja::Value::none();
+    jinja::Value strict = jinja::Value::none();
+    jinja::Value function_defer = jinja::Value::none();
+    jinja::Value tool_defer = jinja::Value::none();
+    bool has_name = false;
+    auto readOptionalBoolValue = [&](od::value& v, const Path& p, jinja::Value& target) -> std::optional<ScanError> {
+        od::json_type t;
+        if (auto error = typeOf(v, p, t)) return error;
+        if (t == od::json_type::null) return std::nullopt;
+        if (t != od::json_type::boolean) return fail(p, "must be a boolean or null");
+        bool b = false;
+        if (auto error = v.get_bool().get(b)) return jsonError(p, error);
+        target = jinja::Value::boolean(b);
+        return std::nullopt;
+    };
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "type") {
+            std::string_view tool_type;
+            if (auto error = readString(field_value, path.field("type"), tool_type)) return error;
+            if (tool_type != "function") return fail(path.field("type"), "must be \"function\"");
+        } else if (key == "defer_loading") {
+            if (auto error = readOptionalBoolValue(field_value, path.field("defer_loading"), tool_defer)) return error;
+        } else if (key == "function") {
+            const Path fpath = path.field("function");
+            od::json_type ftype;
+            if (auto error = typeOf(field_value, fpath, ftype)) return error;
+            if (ftype != od::json_type::object) return fail(fpath, "must be an object");
+            od::object function;
+            if (auto error = field_value.get_object().get(function)) return jsonError(fpath, error);
+            for (auto ffield_result : function) {
+                od::field ffield;
+                if (auto error = std::move(ffield_result).get(ffield)) return jsonError(fpath, error);
+                std::string_view fkey;
+                if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(fpath, error);
+                od::value fvalue = ffield.value();
+                if (fkey == "name") {
+                    if (auto error = readString(fvalue, fpath.field("name"), name)) return error;
+                    has_name = true;
+                } else if (fkey == "description") {
+                    std::string_view text;
+                    bool present = false;
+                    if (auto error = readOptionalString(fvalue, fpath.field("description"), text, present))
+                        return error;
+                    description = present ? jinja::Value::string(text) : jinja::Value::none();
+                } else if (fkey == "parameters") {
+                    od::json_type ptype;
+                    if (auto error = typeOf(fvalue, fpath.field("parameters"), ptype)) return error;
+                    if (ptype != od::json_type::null && ptype != od::json_type::object) {
+                        return fail(fpath.field("parameters"), "must be an object (a JSON schema) or null");
+                    }
+                    if (auto error = readJsonValue(fvalue, fpath.field("parameters"), arena, parameters)) return error;
+                } else if (fkey == "strict") {
+                    if (auto error = readOptionalBoolValue(fvalue, fpath.field("strict"), strict)) return error;
+                } else if (fkey == "defer_loading") {
+                    if (auto error = readOptionalBoolValue(fvalue, fpath.field("defer_loading"), function_defer))
+                        return error;
+                }
+            }
+            if (!has_name) return fail(fpath.field("name"), "missing (a tool needs function.name)");
+            has_function = true;
+        }
+    }
+    if (!has_function) return fail(path.field("function"), "missing (a tool needs a function definition)");
+    if (function_defer.isNone()) function_defer = tool_defer;
+    jinja::DictBuilder function(arena, 5);
+    function.set("name", jinja::Value::string(name));
+    function.set("description", description);
+    function.set("parameters", parameters);
+    if (!strict.isNone()) function.set("strict", strict);
+    if (!function_defer.isNone()) function.set("defer_loading", function_defer);
+    jinja::DictBuilder tool(arena, 3);
+    tool.set("type", jinja::Value::string("function"));
+    tool.set("function", function.finish());
+    if (!tool_defer.isNone()) tool.set("defer_loading", tool_defer);
+    out = tool.finish();
+    return std::nullopt;
+}
+
+std::optional<ScanError> readTools(od::value& value, jinja::Arena& arena, ChatRequest& chat,
+                                   std::vector<std::string_view>& names) {
+    const Path path("tools");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) {
+        chat.tools = jinja::Value::none();
+        return std::nullopt;
+    }
+    if (type != od::json_type::array) return fail(path, "must be an array of tools or null");
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    jinja::ListBuilder tools(arena);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+        jinja::Value tool;
+        std::string_view name;
+        if (auto error = readTool(element, at(path, index), arena, tool, name)) return error;
+        tools.push(tool);
+        names.push_back(name);
+        ++index;
+    }
+    chat.tools = tools.finish();
+    return std::nullopt;
+}
+
+std::optional<ScanError> readTokenIds(od::value& value, const Path& path, std::uint64_t& count) {
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
+        std::uint64_t id = 0;
+        od::json_type type;
+        if (auto error = typeOf(element, at(path, index), type)) return error;
+        if (type != od::json_type::number || element.get_uint64().get(id) != simdjson::SUCCESS || id > 0xffffffffu) {
+            return fail(at(path, index), "must be a token id (a non-negative integer)");
+        }
+        ++index;
+    }
+    if (index == 0) return fail(path, "must not be empty");
+    count = index;
+    return std::nullopt;
+}
+
+// `prompt`: a string, an array of strings, an array of token ids, or an
+// array of arrays of token ids; each string or id array is one sequence.
+std::optional<ScanError> readPrompt(od::value& value, ScannedRequest& out) {
+    const Path path("prompt");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::string) {
+        out.prompt_texts.emplace_back();
+        return readString(value, path, out.prompt_texts.back());
+    }
+    if (type != od::json_type::array) return fail(path, "must be a string, an array of strings or of token ids");
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    std::size_t index = 0;
+    od::json_type first_type = od::json_type::null;
+    std::uint64_t flat_ids = 0;
+    for (auto element_result : array) {
+        const Path element_path = at(path, index);
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(element_path, error);
+        od::json_type element_type;
+        if (auto error = typeOf(element, element_path, element_type)) return error;
+        if (index == 0) first_type = element_type;
+        if (element_type != first_type) return fail(element_path, "must have the type of prompt[0]");
+        if (element_type == od::json_type::string) {
+            out.prompt_texts.emplace_back();
+            if (auto error = readString(element, element_path, out.prompt_texts.back())) return error;
+        } else if (element_type == od::json_type::number) {
+            std::uint64_t id = 0;
+            if (element.get_uint64().get(id) != simdjson::SUCCESS || id > 0xffffffffu) {
+                return fail(element_path, "must be a token id (a non-negative integer)");
+            }
+            ++flat_ids;
+        } else if (element_type == od::json_type::array) {
+            out.prompt_id_counts.emplace_back();
+            if (auto error = readTokenIds(element, element_path, out.prompt_id_counts.back())) return error;
+        } else {
+            return fail(element_path, "must be a string, a token id or an array of token ids");
+        }
+        ++index;
+    }
+    if (index == 0) return fail(path, "must not be empty");
+    if (flat_ids > 0) out.prompt_id_counts.push_back(flat_ids);
+    return std::nullopt;
+}
+
+std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out) {
+    const Path path("stream_options");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        if (key != "include_usage") continue;
+        od::value field_value = field.value();
+        if (auto error = readOptionalBool(field_value, path.field("include_usage"), out.include_usage)) return error;
+    }
+    return std::nullopt;
+}
+
+std::optional<ScanError> readN(od::value& value, ScannedRequest& out) {
+    od::json_type type;
+    if (auto error = typeOf(value, "n", type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    ScannedInteger n;
+    if (auto error = readInteger(value, "n", n)) return error;
+    if (!n.fits_int64 || n.value < 1) return fail("n", "must be an integer >= 1");
+    out.n = static_cast<std::uint64_t>(n.value);
+    return std::nullopt;
+}
+
+std::optional<ScanError> readToolChoice(od::value& value, ScannedRequest& out) {
+    const Path path("tool_choice");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) {
+        out.tool_choice = ToolChoice::null;
+        return std::nullopt;
+    }
+    if (type == od::json_type::string) {
+        std::string_view choice;
+        if (auto error = value.get_string().get(choice)) return jsonError(path, error);
+        if (choice == "none") {
+            out.tool_choice = ToolChoice::none;
+        } else if (choice == "auto") {
+            out.tool_choice = ToolChoice::auto_;
+        } else if (choice == "required") {
+            out.tool_choice = ToolChoice::required;
+        } else {
+            return fail(
+                path,
+                "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+        }
+        return std::nullopt;
+    }
+    if (type != od::json_type::object) {
+        return fail(
+            path,
+            "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
+    }
+    od::object object;
+    if (auto error = value.get_object().get(object)) return jsonError(path, error);
+    bool has_name = false;
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value field_value = field.value();
+        if (key == "type") {
+            std::string_view choice_type;
+            if (auto error = readString(field_value, path.field("type"), choice_type)) return error;
+            if (choice_type != "function") return fail(path.field("type"), "must be \"function\"");
+        } else if (key == "function") {
+            od::json_type ftype;
+            if (auto error = typeOf(field_value, path.field("function"), ftype)) return error;
+            if (ftype != od::json_type::object) return fail(path.field("function"), "must be an object with a name");
+            od::object function;
+            if (auto error = field_value.get_object().get(function)) return jsonError(path.field("function"), error);
+            for (auto ffield_result : function) {
+                od::field ffield;
+                if (auto error = std::move(ffield_result).get(ffield)) return jsonError(path.field("function"), error);
+                std::string_view fkey;
+                if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(path.field("function"), error);
+                if (fkey != "name") continue;
+                od::value name = ffield.value();
+                if (auto error = readString(name, path.field("function").field("name"), out.tool_choice_name))
+                    return error;
+                has_name = !out.tool_choice_name.empty();
+            }
+        }
+    }
+    if (!has_name)
+        return fail(path.field("function").field("name"), "missing (a named tool choice needs function.name)");
+    out.tool_choice = ToolChoice::named;
+    return std::nullopt;
+}
+
+std::optional<ScanError> readTemplateKwargs(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
+    const Path path("chat_template_kwargs");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    if (type != od::json_type::object) return fail(path, "must be an object");
+    if (auto error = readJsonValue(value, path, arena, chat.chat_template_kwargs)) return error;
+    // vLLM refuses these (and a template variable `messages` would collide).
+    for (std::string_view reserved : {"chat_template", "tokenize", "messages"}) {
+        if (chat.chat_template_kwargs.asDict().find(reserved) != nullptr) {
+            return fail(path.field(reserved), "cannot be set by a request");
+        }
+    }
+    return std::nullopt;
+}
+
+std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, ChatRequest& chat) {
+    const Path path("documents");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    if (type != od::json_type::array) return fail(path, "must be an array of objects of strings");
+    if (auto error = readJsonValue(value, path, arena, chat.documents)) return error;
+    std::size_t index = 0;
+    for (const jinja::Value& document : chat.documents.asList()) {
+        if (!document.isDict()) return fail(at(path, index), "must be an object of strings");
+        for (std::size_t k = 0; k < document.asDict().size; ++k) {
+            if (!document.asDict().values[k].isString()) {
+                return fail(at(path, index).field(document.asDict().keys[k].text()), "must be a string");
+            }
+        }
+        ++index;
+    }
+    return std::nullopt;
+}
+
+std::optional<ScanError> readReasoningEffort(od::value& value, ChatRequest& chat) {
+    const Path path("reasoning_effort");
+    std::string_view effort;
+    bool present = false;
+    if (auto error = readOptionalString(value, path, effort, present)) return error;
+    if (!present) return std::nullopt;
+    for (std::string_view known : {"none", "minimal", "low", "medium", "high", "xhigh", "max"}) {
+        if (effort == known) {
+            chat.reasoning_effort = jinja::Value::string(effort);
+            return std::nullopt;
+        }
+    }
+    return fail(path, "must be one of none, minimal, low, medium, high, xhigh, max");
+}
+
+std::optional<ScanError> readTruncation(od::value& value, ChatRequest& chat) {
+    const Path path("truncate_prompt_tokens");
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    if (type == od::json_type::null) return std::nullopt;
+    ScannedInteger n;
+    if (auto error = readInteger(value, path, n)) return error;
+    if (!n.fits_int64 || n.value < -1) return fail(path, "must be an integer >= -1");
+    chat.truncate_prompt_tokens = n.value;
+    return std::nullopt;
+}
+
+// vLLM's checks of tools against tool_choice (ChatCompletionRequest.check_tool_usage).
+std::optional<ScanError> checkToolUsage(ScannedRequest& out, const std::vector<std::string_view>& tool_names) {
+    if (out.tool_choice == ToolChoice::none || out.tool_choice == ToolChoice::null ||
+        out.tool_choice == ToolChoice::unset) {
+        return std::nullopt;
+    }
+    if (out.chat.tools.isNone()) return fail("tool_choice", "when using `tool_choice`, `tools` must be set");
+    if (out.tool_choice == ToolChoice::required && tool_names.empty()) {
+        out.chat.tools = jinja::Value::none();  // vLLM turns it into "none" and drops the empty tools
+        out.chat.tools_json = {};
+        return std::nullopt;
+    }
+    if (out.tool_choice == ToolChoice::named &&
+        std::find(tool_names.begin(), tool_names.end(), out.tool_choice_name) == tool_names.end()) {
+        return fail("tool_choice.function.name", "the tool \"" + std::string(clipUtf8(out.tool_choice_name, 80)) +
+                                                     "\" does not match any of the specified `tools`");
+    }
+    return std::nullopt;
+}
+
+// Fields read at the top level; each may appear once (a second copy would be
+// what a Python backend reads, not what was judged).
+enum TopField : unsigned {
+    kModel = 1u << 0,
+    kMessages = 1u << 1,
+    kPrompt = 1u << 2,
+    kMaxTokens = 1u << 3,
+    kMaxCompletionTokens = 1u << 4,
+    kStream = 1u << 5,
+    kStreamOptions = 1u << 6,
+    kPromptCacheKey = 1u << 7,
+    kUser = 1u << 8,
+    kN = 1u << 9,
+    kTools = 1u << 10,
+    kToolChoice = 1u << 11,
+    kTemplateKwargs = 1u << 12,
+    kAddGenerationPrompt = 1u << 13,
+    kContinueFinalMessage = 1u << 14,
+    kDocuments = 1u << 15,
+    kReasoningEffort = 1u << 16,
+    kChatTemplate = 1u << 17,
+    kAddSpecialTokens = 1u << 18,
+    kTruncate = 1u << 19,
+};
+
+std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, Endpoint endpoint, jinja::Arena& arena,
+                                      ScannedRequest& out) {
+    od::json_type root_type;
+    if (auto error = doc.type().get(root_type)) {
+        if (error == simdjson::UTF8_ERROR)
+            return fail("body", "is not valid UTF-8 (byte offset " + std::to_string(findInvalidUtf8(body)) + ")");
+        return jsonError("body", error);
+    }
+    if (root_type != od::json_type::object) return fail("body", "must be a JSON object");
+    const char* location = nullptr;
+    if (doc.current_location().get(location) == simdjson::SUCCESS) {
+        out.open_brace_offset = static_cast<std::size_t>(location - body.data());
+    }
+    od::object root;
+    if (auto error = doc.get_object().get(root)) return jsonError("body", error);
+    unsigned seen = 0;
+    const bool chat = endpoint == Endpoint::chat_completions;
+    std::vector<std::string_view> tool_names;
+    for (auto field_result : root) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError("body", error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError("body", error);
+        od::value value = field.value();
+        unsigned bit = 0;
+        std::optional<ScanError> error;
+        if (key == "model") {
+            bit = kModel;
+            error = readString(value, "model", out.model);
+            out.has_model = true;
+        } else if (key == "messages" && chat) {
+            bit = kMessages;
+            error = readMessages(value, arena, out.chat);
+        } else if (key == "prompt" && !chat) {
+            bit = kPrompt;
+            error = readPrompt(value, out);
+        } else if (key == "max_tokens") {
+            bit = kMaxTokens;
+            error = readInteger(value, "max_tokens", out.max_tokens);
+        } else if (key == "max_completion_tokens" && chat) {
+            bit = kMaxCompletionTokens;
+            error = readInteger(value, "max_completion_tokens", out.max_completion_tokens);
+        } else if (key == "stream") {
+            bit = kStream;
+            error = readOptionalBool(value, "stream", out.stream);
+        } else if (key == "stream_options") {
+            bit = kStreamOptions;
+            out.has_stream_options = true;
+            error = readStreamOptions(value, out);
+        } else if (key == "prompt_cache_key") {
+            bit = kPromptCacheKey;
+            error = readOptionalString(value, "prompt_cache_key", out.prompt_cache_key, out.has_prompt_cache_key);
+        } else if (key == "user") {
+            bit = kUser;
+            bool present = false;
+            error = readOptionalString(value, "user", out.user, present);
+        } else if (key == "n") {
+            bit = kN;
+            error = readN(value, out);
+        } else if (chat && key == "tools") {
+            bit = kTools;
+            const char* start = value.raw_json_token().data();
+            error = readTools(value, arena, out.chat, tool_names);
+            const char* end = nullptr;
+            if (!error && !out.chat.tools.isNone() && doc.current_location().get(end) == simdjson::SUCCESS &&
+                end > start) {
+                out.chat.tools_json = trimmed(std::string_view(start, static_cast<std::size_t>(end - start)));
+            }
+        } else if (chat && key == "tool_choice") {
+            bit = kToolChoice;
+            error = readToolChoice(value, out);
+        } else if (chat && key == "chat_template_kwargs") {
+            bit = kTemplateKwargs;
+            error = readTemplateKwargs(value, arena, out.chat);
+        } else if (chat && key == "add_generation_prompt") {
+            bit = kAddGenerationPrompt;
+            error = readOptionalBool(value, "add_generation_prompt", out.chat.add_generation_prompt);
+        } else if (chat && key == "continue_final_message") {
+            bit = kContinueFinalMessage;
+            error = readOptionalBool(value, "continue_final_message", out.chat.continue_final_message);
+        } else if (chat && key == "documents") {
+            bit = kDocuments;
+            error = readDocuments(value, arena, out.chat);
+        } else if (chat && key == "reasoning_effort") {
+            bit = kReasoningEffort;
+            error = readReasoningEffort(value, out.chat);
+        } else if (chat && key == "chat_template") {
+            bit = kChatTemplate;
+            std::string_view ignored;
+            bool present = false;
+            error = readOptionalString(value, "chat_template", ignored, present);
+            if (!error && present) {
+                error = fail("chat_template",
+                             "a request may not bring its own chat template (vLLM refuses it unless started "
+                             "with --trust-request-chat-template)");
+            }
+        } else if (chat && key == "add_special_tokens") {
+            bit = kAddSpecialTokens;
+            error = readOptionalBool(value, "add_special_tokens", out.chat.add_special_tokens);
+        } else if (chat && key == "truncate_prompt_tokens") {
+            bit = kTruncate;
+            error = readTruncation(value, out.chat);
+        }
+        if (error) return error;
+        if (bit != 0) {
+            if ((seen & bit) != 0) return fail(Path(key), "appears twice");
+            seen |= bit;
+        }
+    }
+    const char* trailing = nullptr;
+    if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
+        return fail("body", "trailing content after the JSON object (byte offset " +
+                                std::to_string(static_cast<std::size_t>(trailing - body.data())) + ")");
+    }
+    if (chat && (seen & kMessages) == 0) return fail("messages", "missing (a chat completions request needs messages)");
+    if (chat) {
+        if ((seen & kTools) != 0 && (seen & kToolChoice) == 0 && !out.chat.tools.isNone())
+            out.tool_choice = ToolChoice::auto_;
+        if (auto error = checkToolUsage(out, tool_names)) return error;
+        if (out.chat.add_generation_prompt && out.chat.continue_final_message) {
+            return fail("continue_final_message",
+                        "cannot be true together with add_generation_prompt (set add_generation_prompt to false)");
+        }
+    }
+    if (!chat && (seen & kPrompt) == 0) return fail("prompt", "missing (a completions request needs prompt)");
+    return std::nullopt;
+}
+
+}  // namespace
+
+struct RequestScanner::Impl {
+    od::parser parser;
+    // A padded copy of a body that came without padding, kept between scans
+    // (a 4 MB conversation each turn should not fault in fresh pages).
+    std::unique_ptr<char[]> copy;
+    std::size_t copy_capacity = 0;
+};
+
+RequestScanner::RequestScanner() : impl_(std::make_unique<Impl>()) {}
+
+std::string RequestScanner::simdjsonKernels() {
+    return "stage 1 " + simdjson::get_active_implementation()->name() + " (chosen for this CPU), On Demand " +
+           simdjson::builtin_implementation()->name() + " (compiled)";
+}
 RequestScanner::~RequestScanner() = default;
 
 std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                                               jinja::Arena& arena, ScannedRequest& out) {
-    return kernel_->scan(body, capacity_bytes, endpoint, arena, out);
+    out = ScannedRequest{};
+    if (impl_->parser.capacity() > kShrinkAboveBytes && impl_->parser.capacity() > 4 * body.size()) {
+        impl_->parser = od::parser{};
+    }
+    std::string_view padded = body;
+    if (capacity_bytes < body.size() + kScanPaddingBytes) {
+        const std::size_t needed = body.size() + kScanPaddingBytes;
+        if (impl_->copy_capacity < needed ||
+            (impl_->copy_capacity > kShrinkAboveBytes && impl_->copy_capacity > 4 * needed)) {
+            impl_->copy = std::make_unique<char[]>(needed);
+            impl_->copy_capacity = needed;
+        }
+        std::memcpy(impl_->copy.get(), body.data(), body.size());
+        std::memset(impl_->copy.get() + body.size(), 0, kScanPaddingBytes);
+        padded = std::string_view(impl_->copy.get(), body.size());
+    }
+    // The parser sizes itself to the body; a conversation grows every turn, so
+    // grow it with headroom instead of reallocating (and faulting in) per turn.
+    if (impl_->parser.capacity() < padded.size()) {
+        if (auto error = impl_->parser.allocate(padded.size() + padded.size() / 4 + 4096))
+            return jsonError("body", error);
+    }
+    od::document doc;
+    if (auto error = impl_->parser.iterate(padded.data(), padded.size(), padded.size() + kScanPaddingBytes).get(doc)) {
+        if (error == simdjson::UTF8_ERROR) {
+            return fail("body", "is not valid UTF-8 (byte offset " + std::to_string(findInvalidUtf8(body)) + ")");
+        }
+        if (error == simdjson::EMPTY) return fail("body", "empty (expected a JSON object)");
+        return jsonError("body", error);
+    }
+    return scanDocument(doc, padded, endpoint, arena, out);
 }
 
 }  // namespace dpgate::admission

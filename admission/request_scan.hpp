@@ -65,17 +65,9 @@ struct ScanError {
     std::string message;  // starts with the path
 };
 
-class ScanKernel;
-
-// The scan runs on the best simdjson kernel this CPU supports, chosen once by
-// simdjson's CPU detection: On Demand code is compiled for one kernel per
-// build, so the scanner is built twice on x86-64 (the baseline's portable
-// fallback and haswell/AVX2; request_scan_kernel.ipp) and picked at start.
 class RequestScanner {
 public:
-    RequestScanner();  // on bestKernel()
-    // On a named kernel from supportedKernels(); std::invalid_argument otherwise.
-    explicit RequestScanner(std::string_view kernel);
+    RequestScanner();
     ~RequestScanner();
     RequestScanner(const RequestScanner&) = delete;
     RequestScanner& operator=(const RequestScanner&) = delete;
@@ -87,15 +79,14 @@ public:
     std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                                   jinja::Arena& arena, ScannedRequest& out);
 
-    // simdjson's name of the kernel this scanner runs ("haswell", "fallback").
-    const std::string& kernel() const { return kernel_name_; }
-    // The kernels this CPU can run, best first; the first is bestKernel().
-    static std::vector<std::string> supportedKernels();
-    static const std::string& bestKernel();
+    // Which simdjson kernels a scan runs, for the start-up log: stage 1 (the
+    // SIMD pass over the bytes) is simdjson's runtime choice for this CPU;
+    // On Demand's stage 2 is the kernel this build was compiled for.
+    static std::string simdjsonKernels();
 
 private:
-    std::unique_ptr<ScanKernel> kernel_;
-    std::string kernel_name_;
+    struct Impl;
+    std::unique_ptr<Impl> impl_;
 };
 
 }  // namespace dpgate::admission

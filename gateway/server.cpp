@@ -33,12 +33,8 @@ ModelFiles loadAndReport(const conf::ModelConfig& model) {
         logLine(files.chat_template ? LogLevel::info : LogLevel::warn, std::string(summary.substr(0, end)));
         summary = end == std::string_view::npos ? std::string_view() : summary.substr(end + 1);
     }
-    // Which build of the request scan this CPU runs (request_scan.hpp).
-    std::string kernels;
-    for (const std::string& kernel : admission::RequestScanner::supportedKernels())
-        kernels += (kernels.empty() ? "" : ", ") + kernel;
-    logLine(LogLevel::info, "request scan: simdjson kernel " + admission::RequestScanner::bestKernel() +
-                                " (this CPU runs: " + kernels + ")");
+    // simdjson picks its stage-1 kernel by CPU at start (request_scan.hpp).
+    logLine(LogLevel::info, "request scan: simdjson " + admission::RequestScanner::simdjsonKernels());
     return files;
 }
 }  // namespace
