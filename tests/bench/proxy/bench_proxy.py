@@ -18,7 +18,9 @@ run. "req/s per CPU s" compares what each proxy does with one CPU second:
 dpgate/peer above 1.0 means dpgate serves more requests per CPU second.
 
 Streams: N clients each keep one stream open at all times (16 tokens from a
-simulator that decodes one token per 20 ms). Every SSE event is timestamped
+simulator that decodes one token per --stream-token-ms, default 100: slow
+enough that the Python client keeps up with 500 streams on a shared machine;
+at 20 ms it fell behind and its own lag swamped the proxies'). Every SSE event is timestamped
 on arrival relative to when its request was sent; for each event index the
 median (and p99) over streams is taken, and a proxy's added latency per
 event is the mean over event indexes of (proxy - direct). The client is
@@ -136,12 +138,14 @@ def cpu_seconds(pids: list[int]) -> float:
     return total / CLOCK_TICKS
 
 
-def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None) -> dict:
+def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None, name: str = "") -> dict:
     cpu_before = cpu_seconds(pids) if pids else 0.0
-    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--latency", "-s", str(LUA),
+    # --timeout 10s: wrk's 2 s default counts a slow answer on a saturated
+    # machine as a socket error, which would stop the run.
+    out = subprocess.run(["wrk", "-t2", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "--latency", "-s", str(LUA),
                           f"http://127.0.0.1:{port}"], capture_output=True, text=True, check=True).stdout
     if "Non-2xx" in out or "Socket errors" in out:
-        raise RuntimeError(f"wrk saw failures on port {port}:\n{out}")
+        raise RuntimeError(f"wrk saw failures through {name or port}:\n{out}")
     rps = float(re.search(r"Requests/sec:\s+([\d.]+)", out).group(1))
     requests = int(re.search(r"(\d+) requests in", out).group(1))
     # CPU seconds the proxy spent per 1,000 requests: steadier than req/s on
@@ -159,8 +163,12 @@ def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None
 def proxies(sim: Sim, workers: int, baseline: Path | None):
     """dpgate, HAProxy and nginx (and the baseline dpgate) in front of `sim`:
     yields ({target: port}, {target: pids whose CPU is the proxy's})."""
+    # The peers log nothing and probe nothing: dpgate's health probes get the
+    # slack of a saturated machine (a probe answered late would mark the
+    # only backend down and turn the run into 503s).
     config = gateway_config([("primary", sim, "primary")], threads=workers,
-                            log={"level": "warn", "access": "off"})  # the peers log nothing either
+                            log={"level": "warn", "access": "off"},
+                            health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
     with Gateway(config) as gw, contextlib.ExitStack() as stack:
         base = stack.enter_context(Gateway(config, binary=baseline)) if baseline else None
         prefix = Path(tempfile.mkdtemp(prefix="dpgate-peers-"))
@@ -316,7 +324,7 @@ def report_requests(results: dict, args) -> None:
 
 
 def report_streams(streams: dict, args) -> None:
-    print(f"\n{args.streams} concurrent streams for {args.stream_seconds}s each, 16 tokens at 20 ms/token, "
+    print(f"\n{args.streams} concurrent streams for {args.stream_seconds}s each, 16 tokens at {args.stream_token_ms} ms/token, "
           f"median of {args.rounds} interleaved rounds; added = mean over events of (target - direct)")
     print(f"{'target':<8} {'streams':>8} {'events':>7} {'event p50 ms':>13} {'added p50 ms':>13} "
           f"{'added p99 ms':>13} {'CPU s/1k streams':>17}")
@@ -338,6 +346,7 @@ def main() -> int:
     ap.add_argument("--workers", type=int, default=2, help="dpgate threads, HAProxy threads, nginx workers")
     ap.add_argument("--streams", type=int, default=500, help="concurrent streams (0: skip the stream runs)")
     ap.add_argument("--stream-seconds", type=float, default=8.0)
+    ap.add_argument("--stream-token-ms", type=int, default=100, help="the simulator's decode time per token")
     ap.add_argument("--json", action="store_true", help="print the raw results as JSON too")
     ap.add_argument("--baseline", type=Path, help="another dpgate binary to run as target 'baseline'")
     args = ap.parse_args()
@@ -355,12 +364,12 @@ def main() -> int:
             results[c] = {name: [] for name in targets}
             for _ in range(args.rounds):
                 for name, port in targets.items():
-                    results[c][name].append(wrk(port, c, args.seconds, pids[name]))
+                    results[c][name].append(wrk(port, c, args.seconds, pids[name], name))
     report_requests(results, args)
 
     streams: dict[str, list[dict]] = {}
     if args.streams:
-        with Sim(threads=1, max_output=16, decode_us_per_token=20000) as sim, \
+        with Sim(threads=1, max_output=16, decode_us_per_token=args.stream_token_ms * 1000) as sim, \
                 proxies(sim, args.workers, args.baseline) as (targets, pids):
             streams = {name: [] for name in targets}
             for _ in range(args.rounds):
