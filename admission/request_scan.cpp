@@ -1044,6 +1044,11 @@ struct RequestScanner::Impl {
 };
 
 RequestScanner::RequestScanner() : impl_(std::make_unique<Impl>()) {}
+
+std::string RequestScanner::simdjsonKernels() {
+    return "stage 1 " + simdjson::get_active_implementation()->name() + " (chosen for this CPU), On Demand " +
+           simdjson::builtin_implementation()->name() + " (compiled)";
+}
 RequestScanner::~RequestScanner() = default;
 
 std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,

@@ -79,6 +79,11 @@ public:
     std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                                   jinja::Arena& arena, ScannedRequest& out);
 
+    // Which simdjson kernels a scan runs, for the start-up log: stage 1 (the
+    // SIMD pass over the bytes) is simdjson's runtime choice for this CPU;
+    // On Demand's stage 2 is the kernel this build was compiled for.
+    static std::string simdjsonKernels();
+
 private:
     struct Impl;
     std::unique_ptr<Impl> impl_;

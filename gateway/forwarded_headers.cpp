@@ -18,6 +18,24 @@ bool isHopByHop(std::string_view name) {
 
 namespace {
 
+// The same set by Beast's field code, which its parser already looked up:
+// no string comparison for the fields a message usually has (the profile of
+// issue 18 had the nine iequals per field at ~1 % of dpgate's CPU).
+bool isHopByHop(http::field name) {
+    switch (name) {
+        case http::field::connection:
+        case http::field::keep_alive:
+        case http::field::proxy_connection:
+        case http::field::te:
+        case http::field::trailer:
+        case http::field::transfer_encoding:
+        case http::field::upgrade:
+        case http::field::proxy_authenticate:
+        case http::field::proxy_authorization: return true;
+        default: return false;
+    }
+}
+
 // Calls `emit(field)` for every field of `from` that crosses the gateway.
 template <class Emit>
 void forEachEndToEndField(const http::fields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
@@ -37,8 +55,9 @@ void forEachEndToEndField(const http::fields& from, std::initializer_list<std::s
         }
     }
     for (const auto& field : from) {
+        // Every hop-by-hop name is a known field; an unknown one never is.
+        if (isHopByHop(field.name())) continue;
         std::string_view name = field.name_string();
-        if (isHopByHop(name)) continue;
         bool drop = false;
         for (std::string_view n : named) drop = drop || beast::iequals(name, n);
         for (std::string_view n : also_drop) drop = drop || beast::iequals(name, n);

@@ -1,5 +1,7 @@
 #include "gateway/server.hpp"
 
+#include "admission/request_scan.hpp"
+
 #include "gateway/admin_listener.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
@@ -31,6 +33,8 @@ ModelFiles loadAndReport(const conf::ModelConfig& model) {
         logLine(files.chat_template ? LogLevel::info : LogLevel::warn, std::string(summary.substr(0, end)));
         summary = end == std::string_view::npos ? std::string_view() : summary.substr(end + 1);
     }
+    // simdjson picks its stage-1 kernel by CPU at start (request_scan.hpp).
+    logLine(LogLevel::info, "request scan: simdjson " + admission::RequestScanner::simdjsonKernels());
     return files;
 }
 }  // namespace

@@ -12,12 +12,17 @@ namespace od = simdjson::ondemand;
 
 bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
 
-// Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
-// not parsed: only a `"usage"` key whose value starts with '{' can matter.
-bool mayHoldUsageObject(std::string_view data) {
+// A `"usage"` key starting in [from, to - 7] whose value starts with '{'.
+bool usageObjectKeyIn(std::string_view data, size_t from, size_t to) {
     constexpr std::string_view key = "\"usage\"";
-    for (size_t pos = data.find(key); pos != std::string_view::npos; pos = data.find(key, pos + 1)) {
-        size_t i = pos + key.size();
+    for (size_t p = from; p + key.size() <= to;) {
+        // glibc's memmem skips ahead by two-byte hashes; string_view::find
+        // stops at every '"', and JSON is mostly quotes.
+        const void* hit = memmem(data.data() + p, to - p, key.data(), key.size());
+        if (hit == nullptr) return false;
+        size_t i = size_t(static_cast<const char*>(hit) - data.data());
+        p = i + 1;
+        i += key.size();
         while (i < data.size() && isSpace(data[i])) ++i;
         if (i >= data.size() || data[i] != ':') continue;
         ++i;
@@ -25,6 +30,18 @@ bool mayHoldUsageObject(std::string_view data) {
         if (i < data.size() && data[i] == '{') return true;
     }
     return false;
+}
+
+// Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
+// not parsed: only a `"usage"` key whose value starts with '{' can matter.
+// An answer puts its usage last, so the last 256 bytes are searched first,
+// then the rest (every start position is in one of the two ranges).
+bool mayHoldUsageObject(std::string_view data) {
+    constexpr size_t kTailBytes = 256;
+    constexpr size_t kKeyBytes = 7;  // "usage" with its quotes
+    if (data.size() <= kTailBytes) return usageObjectKeyIn(data, 0, data.size());
+    const size_t split = data.size() - kTailBytes;
+    return usageObjectKeyIn(data, split, data.size()) || usageObjectKeyIn(data, 0, split + kKeyBytes - 1);
 }
 
 // True when every `"usage"` key in the raw event is `"usage":null` on the

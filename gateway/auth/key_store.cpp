@@ -1,11 +1,13 @@
 #include "gateway/auth/key_store.hpp"
 
 #include "conf/sha256_hex.hpp"
+#include "gateway/auth/verified_key_cache.hpp"
 
 #include <openssl/crypto.h>
 #include <openssl/evp.h>
 #include <openssl/sha.h>
 
+#include <atomic>
 #include <fstream>
 #include <sstream>
 
@@ -71,6 +73,18 @@ std::string readTokenFile(const std::string& path) {
     return token;
 }
 
+uint64_t nextGeneration() {
+    static std::atomic<uint64_t> last{0};  // 0 is an empty cache's generation
+    return last.fetch_add(1, std::memory_order_relaxed) + 1;
+}
+
+// The thread's cache, emptied when it last served another store.
+VerifiedKeyCache& verifiedKeys(uint64_t generation) {
+    thread_local VerifiedKeyCache cache;
+    if (cache.generation() != generation) cache.reset(generation);
+    return cache;
+}
+
 }  // namespace
 
 std::optional<std::string_view> bearerToken(std::string_view authorization) {
@@ -90,7 +104,8 @@ std::optional<std::string_view> bearerToken(std::string_view authorization) {
     return rest;
 }
 
-KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin) : required_(auth.required) {
+KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin)
+    : required_(auth.required), generation_(nextGeneration()) {
     entries_.reserve(auth.keys.size());
     for (const conf::AuthKey& key : auth.keys) {
         entries_.push_back(
@@ -107,6 +122,8 @@ KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin)
 std::optional<KeyInfo> KeyStore::authenticate(std::string_view authorization) const {
     const std::optional<std::string_view> token = bearerToken(authorization);
     if (!token) return std::nullopt;
+    VerifiedKeyCache& verified = verifiedKeys(generation_);
+    if (const std::optional<std::size_t> index = verified.find(*token)) return entries_[*index].info;
     const Digest presented = digestOf(*token);
     // Visit every entry and pick the first match with masks rather than a
     // branch, so the work done does not depend on where (or whether) the
@@ -120,8 +137,11 @@ std::optional<KeyInfo> KeyStore::authenticate(std::string_view authorization) co
         found = (found & ~mask) | (i & mask);
     }
     if (found == none) return std::nullopt;
+    verified.remember(*token, found);
     return entries_[found].info;
 }
+
+std::size_t KeyStore::verifiedOnThisThread() const { return verifiedKeys(generation_).size(); }
 
 bool KeyStore::authenticateAdmin(std::string_view authorization) const {
     if (!admin_digest_) return false;

@@ -5,6 +5,8 @@
 // The presented key is hashed once, then compared with every stored hash in
 // constant time and without stopping at a match, so neither the position of
 // a key in the file nor how much of a hash matched shows in the timing.
+// A key that matched is remembered per thread (verified_key_cache.hpp) and
+// its next request skips the hash; a reloaded store starts with none.
 #pragma once
 
 #include "conf/config.hpp"
@@ -57,6 +59,8 @@ public:
     bool required() const { return required_; }
     bool hasAdminToken() const { return admin_digest_.has_value(); }
     std::size_t keyCount() const { return entries_.size(); }
+    // How many verified keys this thread remembers for this store (tests).
+    std::size_t verifiedOnThisThread() const;
 
 private:
     using Digest = std::array<unsigned char, 32>;
@@ -66,6 +70,9 @@ private:
     };
 
     bool required_;
+    // Unique per store, never reused (unlike its address): tells a thread's
+    // verified-key cache which store filled it.
+    uint64_t generation_;
     std::vector<Entry> entries_;
     std::optional<Digest> admin_digest_;
 };

@@ -1,10 +1,14 @@
 #include "gateway/auth/key_store.hpp"
+#include "gateway/auth/verified_key_cache.hpp"
 
 #include "conf/config.hpp"
 #include "conf/sha256_hex.hpp"
 #include "conf_test_util.hpp"
 
 #include <gtest/gtest.h>
+
+#include <optional>
+#include <string>
 
 namespace dpgate::auth {
 namespace {
@@ -58,6 +62,59 @@ TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {
     EXPECT_EQ(store.authenticate("Bearer sk-alice extra"), std::nullopt);
     // The hash itself is not a key.
     EXPECT_EQ(store.authenticate("Bearer " + conf::sha256Hex("sk-alice")), std::nullopt);
+}
+
+TEST(KeyStore, AVerifiedKeyIsRememberedAndAWrongOneNeverIs) {
+    const KeyStore store(twoKeys(), conf::AdminConfig{});
+    EXPECT_EQ(store.verifiedOnThisThread(), 0u);
+    EXPECT_EQ(store.authenticate("Bearer sk-wrong"), std::nullopt);
+    EXPECT_EQ(store.verifiedOnThisThread(), 0u);  // only keys that matched a hash
+    ASSERT_TRUE(store.authenticate("Bearer sk-alice"));
+    EXPECT_EQ(store.verifiedOnThisThread(), 1u);
+    // From the cache now: the same answer, and neighbours of the cached key
+    // still refused.
+    EXPECT_EQ(store.authenticate("Bearer sk-alice")->name, "alice");
+    EXPECT_EQ(store.authenticate("Bearer sk-alicE"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer sk-alic"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer sk-alice2"), std::nullopt);
+    EXPECT_EQ(store.authenticate("Bearer sk-ci")->name, "ci-bot");
+    EXPECT_EQ(store.authenticate("Bearer sk-alice")->name, "alice");
+    EXPECT_EQ(store.verifiedOnThisThread(), 2u);
+}
+
+TEST(KeyStore, ManyVerifiedKeysStayWithinTheCacheBound) {
+    // Appended, not `"sk-" + ...`: GCC 12's -Wrestrict false positive (bug 105329).
+    const auto numbered = [](std::string prefix, int i) { return prefix.append(std::to_string(i)); };
+    conf::AuthConfig auth;
+    for (int i = 0; i < 40; ++i)
+        auth.keys.push_back(conf::AuthKey{numbered("k", i), conf::sha256Hex(numbered("sk-", i)), false, 0, 0});
+    const KeyStore store(auth, conf::AdminConfig{});
+    for (int round = 0; round < 2; ++round)
+        for (int i = 0; i < 40; ++i) EXPECT_EQ(store.authenticate(numbered("Bearer sk-", i))->name, numbered("k", i));
+    EXPECT_EQ(store.verifiedOnThisThread(), VerifiedKeyCache::kDefaultCapacity);
+}
+
+TEST(KeyStore, AReloadedStoreForgetsTheKeysTheOldOneVerified) {
+    // The new store is built in the old one's storage: a cache keyed by the
+    // store's address would still accept the removed key.
+    std::optional<KeyStore> store;
+    store.emplace(twoKeys(), conf::AdminConfig{});
+    ASSERT_TRUE(store->authenticate("Bearer sk-alice"));
+    ASSERT_EQ(store->verifiedOnThisThread(), 1u);
+    conf::AuthConfig without_alice;
+    without_alice.keys.push_back(conf::AuthKey{"ci-bot", conf::sha256Hex("sk-ci"), true, 4, 60});
+    store.reset();
+    store.emplace(without_alice, conf::AdminConfig{});
+    EXPECT_EQ(store->authenticate("Bearer sk-alice"), std::nullopt);
+    EXPECT_EQ(store->verifiedOnThisThread(), 0u);
+    // A key moved to another name answers with the new name.
+    conf::AuthConfig renamed;
+    renamed.keys.push_back(conf::AuthKey{"ci-renamed", conf::sha256Hex("sk-ci"), false, 0, 0});
+    ASSERT_EQ(store->authenticate("Bearer sk-ci")->name, "ci-bot");
+    store.reset();
+    store.emplace(renamed, conf::AdminConfig{});
+    EXPECT_EQ(store->authenticate("Bearer sk-ci")->name, "ci-renamed");
+    EXPECT_FALSE(store->authenticate("Bearer sk-ci")->trusted);
 }
 
 TEST(KeyStore, UppercaseStoredHashStillMatches) {

@@ -33,3 +33,22 @@ TEST(ForwardedHeaders, KeepsRepeatedEndToEndFields) {
     copyEndToEndFields(from, to);
     EXPECT_EQ(to.count("X-Tag"), 2u);
 }
+
+// The copy checks hop-by-hop fields by Beast's field code: every name the
+// string check knows, in any case, must be dropped that way too.
+TEST(ForwardedHeaders, DropsEveryHopByHopNameInAnyCase) {
+    for (const char* name : {"connection", "KEEP-ALIVE", "Proxy-Connection", "te", "Trailer", "transfer-encoding",
+                             "UPGRADE", "proxy-authenticate", "Proxy-Authorization"}) {
+        ASSERT_TRUE(isHopByHop(name)) << name;
+        http::fields from;
+        from.insert(name, "x");
+        from.insert("X-Kept", "y");
+        http::fields to;
+        copyEndToEndFields(from, to);
+        EXPECT_EQ(to.count(name), 0u) << name;
+        EXPECT_EQ(to["X-Kept"], "y");
+        std::string head;
+        appendEndToEndFields(from, head);
+        EXPECT_EQ(head, "X-Kept: y\r\n") << name;
+    }
+}

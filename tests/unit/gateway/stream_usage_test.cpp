@@ -406,3 +406,23 @@ TEST(ParseUsageJson, ReadsTheUsageObjectLikeADomParse) {
         EXPECT_FALSE(reference(text).has_value()) << text;
     }
 }
+
+namespace dpgate::gateway {
+namespace {
+
+// The pre-check searches an answer's last 256 bytes first, then the rest:
+// a usage key anywhere (across that split too) is found.
+TEST(ParseUsageJson, UsageKeyFoundWhereverItSitsInALongAnswer) {
+    for (size_t pad = 0; pad < 320; ++pad) {
+        const std::string first =
+            R"({"usage":{"prompt_tokens":3,"completion_tokens":1},"pad":")" + std::string(pad, 'x') + "\"}";
+        EXPECT_EQ(parseUsageJson(first), (Usage{3, 1, 0})) << "usage first, pad " << pad;
+        const std::string last =
+            R"({"pad":")" + std::string(pad, 'x') + R"(","usage" : {"prompt_tokens":3,"completion_tokens":1}})";
+        EXPECT_EQ(parseUsageJson(last), (Usage{3, 1, 0})) << "usage last, pad " << pad;
+        EXPECT_FALSE(parseUsageJson(R"({"usage":null,"pad":")" + std::string(pad, 'x') + "\"}")) << pad;
+    }
+}
+
+}  // namespace
+}  // namespace dpgate::gateway
