@@ -329,7 +329,7 @@ def containerfile_stages(path: Path) -> list[Stage]:
 
 def setup_packages() -> set[str]:
     text = (REPO_ROOT / "scripts" / "setup").read_text()
-    block = re.search(r"packages=\((.*?)\)", text, re.S).group(1)
+    block = re.search(r"^packages=\((.*?)^\)", text, re.S | re.M).group(1)
     return {w for line in block.splitlines() for w in line.split("#")[0].split()}
 
 

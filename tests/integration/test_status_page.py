@@ -350,12 +350,15 @@ def test_the_page_does_without_those_fields_when_they_are_null_or_absent(stack):
     assert shown["flips"] == ["none recorded"]
     assert not any(a.startswith("Failover") for a in shown["alerts"])
     assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [("-", "no record"), ("-", "no record")]
-    # Absent altogether (the API before issue 16): the same.
+    # The real answer of a gateway without records or state: roles from the
+    # config since its start, no flips, each backend's identity as probed.
     result = drive(gw, [{"op": "sign_in", "token": ADMIN_TOKEN}, {"op": "snapshot", "until_hit": False}])
-    shown = result["results"][1]["shown"]
-    assert "roles" not in result["results"][1]["answer"]
-    assert shown["roles"] == "Primary: primary." and shown["flips"] == ["none recorded"]
-    assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [("-", "no record"), ("-", "no record")]
+    shown, answer = result["results"][1]["shown"], result["results"][1]["answer"]
+    assert answer["roles"]["source"] == "config" and answer["last_flip"] is None
+    assert shown["roles"] == f"Primary: primary. Roles from config since {answer['roles']['since']}."
+    assert shown["flips"] == ["none recorded"]
+    assert [(r["identity"], r["acceptance"]) for r in shown["rows"]] == [
+        (f"{MODEL} \u00b7 window 1048576 \u00b7 0.0.0-sim \u00b7 dpgate-sim", "no record")] * 2
 
 
 def test_a_token_no_header_can_carry_is_caught_by_the_page(stack):
