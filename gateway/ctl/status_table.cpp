@@ -1,6 +1,7 @@
 #include "gateway/ctl/status_table.hpp"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 namespace dpgate::gateway::ctl {
@@ -91,13 +92,24 @@ std::string lastFlip(const nlohmann::json& flip) {
 
 }  // namespace
 
+std::string ratioText(const nlohmann::json& value) {
+    if (!value.is_number()) return cellText(value);
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3f", value.get<double>());
+    return text;
+}
+
 std::string cellText(const nlohmann::json& value) {
     if (value.is_null()) return "-";
     if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
     if (value.is_number_integer()) return value.dump();
     if (value.is_number_float()) {
+        // vLLM's gauges are floats even when they count requests.
+        double number = value.get<double>();
         char text[64];
-        std::snprintf(text, sizeof text, "%.3f", value.get<double>());
+        if (std::isfinite(number) && std::abs(number) < 1e15 && number == std::floor(number))
+            std::snprintf(text, sizeof text, "%.0f", number);
+        else std::snprintf(text, sizeof text, "%.3f", number);
         return text;
     }
     if (value.is_string()) {
@@ -158,9 +170,10 @@ std::vector<std::string> statusTable(const nlohmann::json& status) {
         for (const nlohmann::json& slot : items(field(b, "slots"))) {
             std::vector<std::string> row = {cellText(field(b, "name")), cellText(field(slot, "rank"))};
             if (in_flight) row.push_back(cellText(field(slot, "in_flight")));
-            for (const char* key : {"queued_prefill_tokens", "recent_prefill_tokens", "running", "waiting",
-                                    "kv_cache_usage", "prefix_cache_hit_ratio"})
+            for (const char* key : {"queued_prefill_tokens", "recent_prefill_tokens", "running", "waiting"})
                 row.push_back(cellText(field(slot, key)));
+            for (const char* key : {"kv_cache_usage", "prefix_cache_hit_ratio"})
+                row.push_back(ratioText(field(slot, key)));
             rows.push_back(std::move(row));
         }
     for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));

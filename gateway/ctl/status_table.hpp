@@ -18,7 +18,11 @@ namespace dpgate::gateway::ctl {
 std::vector<std::string> statusTable(const nlohmann::json& status);
 
 // One JSON value as a table cell: null "-", true "yes", false "no", a
-// fraction with three decimals, a string as it is ("-" when empty).
+// whole number without decimals (2.0 is "2"), any other number with three,
+// a string as it is ("-" when empty).
 std::string cellText(const nlohmann::json& value);
+
+// A ratio (KV cache usage, cache hit ratio): always three decimals.
+std::string ratioText(const nlohmann::json& value);
 
 }  // namespace dpgate::gateway::ctl

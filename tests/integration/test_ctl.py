@@ -30,14 +30,16 @@ def admin_url(gw: Gateway) -> str:
     return f"http://127.0.0.1:{gw.admin_port}"
 
 
-def cell(value) -> str:
-    """What the table shows for a JSON value (status_table.cpp's cellText)."""
+def cell(value, ratio: bool = False) -> str:
+    """What the table shows for a JSON value (status_table.cpp's cellText, ratioText)."""
     if value is None:
         return "-"
     if isinstance(value, bool):
         return "yes" if value else "no"
-    if isinstance(value, float):
+    if ratio:
         return f"{value:.3f}"
+    if isinstance(value, float):
+        return str(int(value)) if value.is_integer() else f"{value:.3f}"
     return str(value)
 
 
@@ -79,8 +81,8 @@ def pair():
 
 def test_status_table_shows_both_backends_and_every_rank_with_the_simulators_numbers(pair):
     gw = pair
-    for i in range(4):
-        status, _, body = gw.json("POST", "/v1/chat/completions", chat_body(f"hello {i} " * 50))
+    for text in ["one " * 300, "one " * 300, "two " * 50, "three " * 50]:  # a repeat, for the cache hit ratio
+        status, _, body = gw.json("POST", "/v1/chat/completions", chat_body(text))
         assert status == 200, body
     run = ctl("--admin", admin_url(gw), "status")
     assert run.returncode == 0, run.stderr
@@ -103,7 +105,8 @@ def test_status_table_shows_both_backends_and_every_rank_with_the_simulators_num
             # The backend's own numbers (idle now, so stable between the two reads).
             for column, key in [("RUNNING", "running"), ("WAITING", "waiting"), ("KV_USAGE", "kv_cache_usage"),
                                 ("CACHE_HIT", "prefix_cache_hit_ratio"), ("QUEUED_PREFILL", "queued_prefill_tokens")]:
-                assert row[column] == cell(slot[key]), (b["name"], slot["rank"], column, row, slot)
+                expected = cell(slot[key], ratio=column in ("KV_USAGE", "CACHE_HIT"))
+                assert row[column] == expected, (b["name"], slot["rank"], column, row, slot)
             assert row["RUNNING"] != "-"  # the simulators answered their /metrics
             served += slot["recent_prefill_tokens"] > 0
     assert served >= 1

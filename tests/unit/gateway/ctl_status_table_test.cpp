@@ -20,8 +20,8 @@ nlohmann::json twoBackends() {
          "acceptance": {"time": "2026-12-01T08:00:00Z", "passed": true, "identity_match": true,
                         "identity_differences": [], "failed": []},
          "accepted": true, "accepted_window": 1048576,
-         "slots": [{"rank": 0, "queued_prefill_tokens": 10, "recent_prefill_tokens": 2000, "running": 3,
-                    "waiting": 0, "kv_cache_usage": 0.25, "prefix_cache_hit_ratio": 0.5}]},
+         "slots": [{"rank": 0, "queued_prefill_tokens": 10, "recent_prefill_tokens": 2000, "running": 3.0,
+                    "waiting": 0.0, "kv_cache_usage": 0.25, "prefix_cache_hit_ratio": 1.0}]},
         {"name": "bb", "role": "primary", "healthy": false, "routable": false, "drained": true, "window": null,
          "identity": null, "acceptance": null, "accepted": false, "accepted_window": null,
          "slots": [{"rank": 0, "queued_prefill_tokens": 0, "recent_prefill_tokens": 0, "running": null,
@@ -41,7 +41,7 @@ TEST(CtlStatusTable, HeaderBackendsAndRanksAligned) {
         "bb       primary  down     drained   -        no        -         none",
         "",
         "BACKEND  RANK  QUEUED_PREFILL  RECENT_PREFILL  RUNNING  WAITING  KV_USAGE  CACHE_HIT",
-        "a        0     10              2000            3        0        0.250     0.500",
+        "a        0     10              2000            3        0        0.250     1.000",
         "bb       0     0               0               -        -        -         -",
     };
     EXPECT_EQ(statusTable(twoBackends()), expected);
@@ -102,5 +102,9 @@ TEST(CtlStatusTable, CellText) {
     EXPECT_EQ(cellText(false), "no");
     EXPECT_EQ(cellText(12), "12");
     EXPECT_EQ(cellText(0.1234), "0.123");
-    EXPECT_EQ(cellText(nlohmann::json::parse("0.0")), "0.000");
+    EXPECT_EQ(cellText(nlohmann::json::parse("0.0")), "0");
+    EXPECT_EQ(cellText(nlohmann::json::parse("17.0")), "17");
+    EXPECT_EQ(ratioText(nlohmann::json::parse("0.0")), "0.000");
+    EXPECT_EQ(ratioText(nlohmann::json::parse("1")), "1.000");
+    EXPECT_EQ(ratioText(nullptr), "-");
 }
