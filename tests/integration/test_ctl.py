@@ -7,7 +7,6 @@ import json
 import os
 import subprocess
 import time
-from pathlib import Path
 
 import pytest
 
@@ -278,3 +277,13 @@ def test_accept_runs_the_acceptance_program_and_saves_a_record(tmp_path):
         assert json.loads(record.read_text())["passed"] is True
         run = ctl("--config", str(config), "accept", "nobody", token=None)
         assert run.returncode == 2 and "no backend named 'nobody'" in run.stderr, run.stderr
+
+
+def test_help_lists_the_commands_and_exit_codes():
+    run = ctl("--help", token=None)
+    assert run.returncode == 0, run.stderr
+    for words in ("status", "watch [--count N]", "flip --expect-primary A --to B", "drain NAME", "reload",
+                  "accept NAME", "exit codes: 0 done, 1 refused"):
+        assert words in run.stdout
+    run = subprocess.run([str(bin_dir() / "dpgate"), "--help"], capture_output=True, text=True)
+    assert "dpgate ctl" in run.stdout
