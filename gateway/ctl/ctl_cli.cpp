@@ -111,6 +111,8 @@ HealthChecker::Fetched request(const Admin& admin, http::verb method, const std:
     return fetched;
 }
 
+void printJson(const std::string& body) { std::cout << body << (body.ends_with('\n') ? "" : "\n"); }
+
 // 0 when the API answered 2xx; else prints why and returns 1 or 3.
 int outcome(const Admin& admin, const HealthChecker::Fetched& fetched, bool json) {
     if (fetched.status == 0) {
@@ -118,12 +120,10 @@ int outcome(const Admin& admin, const HealthChecker::Fetched& fetched, bool json
         return kUnreachable;
     }
     if (fetched.status >= 200 && fetched.status < 300) return kDone;
-    if (json) std::cout << fetched.body << (fetched.body.ends_with('\n') ? "" : "\n");
+    if (json) printJson(fetched.body);
     std::cerr << "dpgate ctl: refused (HTTP " << fetched.status << "): " << errorMessage(fetched.body) << "\n";
     return kRefused;
 }
-
-void printJson(const std::string& body) { std::cout << body << (body.ends_with('\n') ? "" : "\n"); }
 
 int printStatus(const std::string& body) {
     nlohmann::json status = nlohmann::json::parse(body, nullptr, false);
