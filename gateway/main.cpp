@@ -3,6 +3,7 @@
 #include "conf/config.hpp"
 #include "gateway/acceptance/accept_cli.hpp"
 #include "gateway/auth/keys_cli.hpp"
+#include "gateway/ctl/ctl_cli.hpp"
 #include "gateway/log.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/server.hpp"
@@ -33,6 +34,8 @@ usage:
                                   the acceptance checklist against one backend; saves its record
   dpgate accept --compare OLD.json NEW.json
                                   what changed between two acceptance records
+  dpgate ctl [--config FILE | --admin URL] [--json] status|watch|flip|drain|undrain|reload|accept ...
+                                  the operator's CLI over the admin API (`dpgate ctl --help`)
   dpgate tokens --tokenizer PATH [--chat-template FILE] [--jsonl] [--show-prompt]
                                   exact token counts of stdin (text, or chat bodies per line,
                                   rendered with the model's chat template as vLLM does)
@@ -95,6 +98,7 @@ int main(int argc, char** argv) {
     if (command == "tokens") return admission::runTokensCli(argc - 2, argv + 2);
     if (command == "keys") return auth::runKeysCli(argc - 2, argv + 2);
     if (command == "accept") return acceptance::runAcceptCli(argc - 2, argv + 2, DPGATE_VERSION);
+    if (command == "ctl") return gateway::ctl::runCtlCli(argc - 2, argv + 2, DPGATE_VERSION);
     if (command == "serve" || command == "check") {
         std::string error;
         bool ignore_state = false;
