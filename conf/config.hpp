@@ -230,6 +230,11 @@ struct LoadOptions {
 };
 
 Config loadConfigFile(const std::string& path, const LoadOptions& options);
+
+// The plain admin token of a demo config (`admin.token_plain`), for `dpgate
+// ctl --config` on the same machine; empty when the file has none. The
+// Config itself keeps only the token's hash.
+std::string demoAdminToken(const std::string& path);
 Config loadConfigText(const std::string& yaml_text, const std::string& base_dir, const LoadOptions& options);
 
 const char* toString(BackendRole role);

@@ -510,4 +510,14 @@ Config loadConfigFile(const std::string& path, const LoadOptions& options) {
 
 Config loadConfigFile(const std::string& path) { return loadConfigFile(path, LoadOptions{}); }
 
+std::string demoAdminToken(const std::string& path) {
+    try {
+        const YAML::Node admin = YAML::LoadFile(path)["admin"];
+        if (admin.IsMap() && admin["token_plain"] && admin["token_plain"].IsScalar())
+            return admin["token_plain"].Scalar();
+    } catch (const YAML::Exception&) {
+    }
+    return {};
+}
+
 }  // namespace dpgate::conf

@@ -11,6 +11,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <ctime>
+#include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <map>
@@ -32,11 +33,15 @@ commands:
   drain NAME | undrain NAME   stop / resume routing to a backend
   reload                      re-read the config file (as SIGHUP does)
   accept NAME                 run `dpgate accept` against a configured backend (needs --config)
-the admin API: --config FILE (admin.address, admin.port) or --admin http://HOST:PORT
+the admin API: --config FILE (admin.address, admin.port) or --admin http://HOST:PORT;
+  with neither, $DPGATE_CONFIG, else /etc/dpgate/dpgate.yaml when it exists
 the admin token: --admin-token-file F, else $DPGATE_ADMIN_TOKEN, else the config's admin.token_file
+  (or a demo config's admin.token_plain)
 --json prints the API's JSON answer instead of text
 exit codes: 0 done, 1 refused (the reason is printed), 2 usage, 3 the admin API is unreachable
 )";
+
+constexpr const char* kServiceConfig = "/etc/dpgate/dpgate.yaml";
 
 enum ExitCode { kDone = 0, kRefused = 1, kUsageError = 2, kUnreachable = 3 };
 
@@ -247,6 +252,10 @@ std::string resolveAdmin(const Options& options, Admin& admin) {
         std::optional<std::string> token = readToken(config_token_file);
         if (!token) return "admin.token_file: cannot read " + config_token_file;
         admin.token = *token;
+    } else if (std::string demo =
+                   options.config_path.empty() ? std::string() : conf::demoAdminToken(options.config_path);
+               !demo.empty()) {
+        admin.token = demo;
     } else if (config_token_hashed) {
         return "the config holds only the admin token's SHA-256: give the token in DPGATE_ADMIN_TOKEN or "
                "--admin-token-file";
@@ -300,6 +309,11 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
         } else {
             options.args.push_back(arg);
         }
+    }
+    if (options.config_path.empty() && options.admin_url.empty()) {
+        // On the service host: the config the unit runs with.
+        if (const char* env = std::getenv("DPGATE_CONFIG"); env && *env) options.config_path = env;
+        else if (std::error_code ec; std::filesystem::exists(kServiceConfig, ec)) options.config_path = kServiceConfig;
     }
     const std::string& command = options.command;
     if (command.empty()) return usage("missing command");

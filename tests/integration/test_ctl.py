@@ -3,16 +3,18 @@ status table, --json, flips, drains, reload, accept, watch and exit codes."""
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import subprocess
+import threading
 import time
 
 import pytest
 
 from harness import ADMIN_TOKEN, TOKENIZER, Gateway, Sim, bin_dir, chat_body, free_port, gateway_config
 
-RANK_HEADER = ["BACKEND", "RANK", "QUEUED_PREFILL", "RECENT_PREFILL", "RUNNING", "WAITING", "KV_USAGE", "CACHE_HIT"]
+RANK_HEADER = ["BACKEND", "RANK", "IN_FLIGHT", "QUEUED_PREFILL", "RECENT_PREFILL", "RUNNING", "WAITING", "KV_USAGE", "CACHE_HIT"]
 
 
 def ctl(*args: str, token: str | None = ADMIN_TOKEN, env: dict | None = None,
@@ -103,7 +105,8 @@ def test_status_table_shows_both_backends_and_every_rank_with_the_simulators_num
             row = rows[(b["name"], slot["rank"])]
             # The backend's own numbers (idle now, so stable between the two reads).
             for column, key in [("RUNNING", "running"), ("WAITING", "waiting"), ("KV_USAGE", "kv_cache_usage"),
-                                ("CACHE_HIT", "prefix_cache_hit_ratio"), ("QUEUED_PREFILL", "queued_prefill_tokens")]:
+                                ("CACHE_HIT", "prefix_cache_hit_ratio"), ("QUEUED_PREFILL", "queued_prefill_tokens"),
+                                ("IN_FLIGHT", "in_flight")]:
                 expected = cell(slot[key], ratio=column in ("KV_USAGE", "CACHE_HIT"))
                 assert row[column] == expected, (b["name"], slot["rank"], column, row, slot)
             assert row["RUNNING"] != "-"  # the simulators answered their /metrics
@@ -243,7 +246,8 @@ def test_config_gives_address_and_token(tmp_path):
     hashed = tmp_path / "hashed.yaml"
     with Sim() as primary:
         config = gateway_config([("primary", primary, "primary")])
-        config["admin"]["port"] = free_port()
+        config["admin"] = {"address": "127.0.0.1", "port": free_port(),
+                           "token": "sha256:" + hashlib.sha256(ADMIN_TOKEN.encode()).hexdigest()}
         hashed.write_text(json.dumps(config))
         with Gateway(config):
             run = ctl("--config", str(hashed), "status", token=None)
@@ -252,6 +256,42 @@ def test_config_gives_address_and_token(tmp_path):
             assert run.returncode == 0, run.stderr
             run = ctl("--config", str(hashed), "--admin-token-file", str(token_file), "status", token=None)
             assert run.returncode == 0, run.stderr
+
+
+def test_in_flight_counts_a_request_on_its_rank_while_it_runs():
+    # The primary sends each stream chunk 100 ms apart: a request stays in flight for seconds.
+    with Sim(fault="slow:100") as primary, Sim() as standby:
+        with Gateway(gateway_config([("primary", primary, "primary"), ("standby", standby, "standby")])) as gw:
+            idle = gw.admin("GET", "/admin/status")[2]
+            assert all(slot["in_flight"] == 0 for b in idle["backends"] for slot in b["slots"])
+            body = {**chat_body("a slow answer"), "stream": True, "max_tokens": 30}
+            done = {}
+            worker = threading.Thread(
+                target=lambda: done.update(status=gw.request("POST", "/v1/chat/completions", body, timeout=60)[0]))
+            worker.start()
+            try:
+                seen = []
+                deadline = time.monotonic() + 10
+                while time.monotonic() < deadline and not seen:
+                    run = ctl("--admin", admin_url(gw), "status")
+                    assert run.returncode == 0, run.stderr
+                    seen = [key for key, row in rank_rows(run.stdout).items() if row["IN_FLIGHT"] == "1"]
+                assert len(seen) == 1 and seen[0][0] == "primary", seen
+            finally:
+                worker.join()
+            assert done["status"] == 200
+            after = gw.admin("GET", "/admin/status")[2]
+            assert all(slot["in_flight"] == 0 for b in after["backends"] for slot in b["slots"])
+
+
+def test_with_no_address_it_reads_dpgate_config_and_a_demo_configs_plain_token(tmp_path):
+    with Sim() as primary:
+        config = gateway_config([("primary", primary, "primary")])
+        config["admin"] = {"address": "127.0.0.1", "port": free_port(), "token_plain": ADMIN_TOKEN}
+        with Gateway(config) as gw:
+            run = ctl("status", token=None, env={"DPGATE_CONFIG": str(gw.config_path)})
+            assert run.returncode == 0, run.stderr
+            assert backend_rows(run.stdout)["primary"][1] == "primary"
 
 
 def test_watch_redraws_until_its_count(pair):
