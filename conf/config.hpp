@@ -227,14 +227,12 @@ struct LoadOptions {
     // not read (its keys are then absent). For tests that load the examples
     // before scripts/setup has fetched the tokenizer, and for the fuzzer.
     bool check_files = true;
+    // When set, receives a demo config's plain `admin.token_plain` (the
+    // Config keeps only its hash): `dpgate ctl --config` on the same machine.
+    std::string* admin_token_plain = nullptr;
 };
 
 Config loadConfigFile(const std::string& path, const LoadOptions& options);
-
-// The plain admin token of a demo config (`admin.token_plain`), for `dpgate
-// ctl --config` on the same machine; empty when the file has none. The
-// Config itself keeps only the token's hash.
-std::string demoAdminToken(const std::string& path);
 Config loadConfigText(const std::string& yaml_text, const std::string& base_dir, const LoadOptions& options);
 
 const char* toString(BackendRole role);

@@ -176,6 +176,7 @@ private:
             const std::string plain = readString(*f);
             if (plain.empty()) fail(*f, "must not be empty");
             admin.token_sha256 = sha256Hex(plain);
+            if (options_.admin_token_plain) *options_.admin_token_plain = plain;
             countSource(*f);
         }
     }
@@ -509,15 +510,5 @@ Config loadConfigFile(const std::string& path, const LoadOptions& options) {
 }
 
 Config loadConfigFile(const std::string& path) { return loadConfigFile(path, LoadOptions{}); }
-
-std::string demoAdminToken(const std::string& path) {
-    try {
-        const YAML::Node admin = YAML::LoadFile(path)["admin"];
-        if (admin.IsMap() && admin["token_plain"] && admin["token_plain"].IsScalar())
-            return admin["token_plain"].Scalar();
-    } catch (const YAML::Exception&) {
-    }
-    return {};
-}
 
 }  // namespace dpgate::conf

@@ -146,11 +146,10 @@ http::response<http::string_body> AdminListener::status() const {
         for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r) {
             // dpgate's view of the slot, then the backend's own view of the rank.
             const metrics::BackendRankRow* row = table ? table->table.find(int(r)) : nullptr;
-            const std::string& name = backends.config(index).name;
-            const int64_t in_flight = server_.metrics().inflight_requests.with({name, std::to_string(r)}).value();
+            const metrics::Gauge* in_flight = server_.metrics().inflight_requests.find({b.name, std::to_string(r)});
             ranks.push_back(
                 {{"rank", r},
-                 {"in_flight", in_flight},
+                 {"in_flight", in_flight ? in_flight->value() : 0},
                  {"queued_prefill_tokens", server_.router().queuedPrefill(index, r)},
                  {"recent_prefill_tokens", std::llround(server_.router().recentWork(index, r, now))},
                  {"running", optionalNumber(row ? row->running : std::nullopt)},

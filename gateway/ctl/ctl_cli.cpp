@@ -209,12 +209,12 @@ int accept(const Options& options, const char* dpgate_version) {
 // From --config and/or --admin, the token from the flag, the environment or
 // the config's token file. An error message when they do not say enough.
 std::string resolveAdmin(const Options& options, Admin& admin) {
-    std::string config_token_file;
+    std::string config_token_file, config_token_plain;
     bool config_token_hashed = false;
     if (!options.config_path.empty()) {
         conf::Config config;
         try {
-            config = conf::loadConfigFile(options.config_path);
+            config = conf::loadConfigFile(options.config_path, {.admin_token_plain = &config_token_plain});
         } catch (const std::exception& e) {
             return e.what();
         }
@@ -252,10 +252,8 @@ std::string resolveAdmin(const Options& options, Admin& admin) {
         std::optional<std::string> token = readToken(config_token_file);
         if (!token) return "admin.token_file: cannot read " + config_token_file;
         admin.token = *token;
-    } else if (std::string demo =
-                   options.config_path.empty() ? std::string() : conf::demoAdminToken(options.config_path);
-               !demo.empty()) {
-        admin.token = demo;
+    } else if (!config_token_plain.empty()) {
+        admin.token = config_token_plain;
     } else if (config_token_hashed) {
         return "the config holds only the admin token's SHA-256: give the token in DPGATE_ADMIN_TOKEN or "
                "--admin-token-file";

@@ -138,6 +138,13 @@ public:
         return with(LabelValues(values.begin(), values.end()));
     }
     Child& with(const LabelValues& values);
+    // The child for these label values if one was created; a reader (the
+    // admin status) does not add series to the scrape.
+    const Child* find(const LabelValues& values) const {
+        std::shared_lock lock(mutex_);
+        auto it = children_.find(values);
+        return it == children_.end() ? nullptr : it->second.get();
+    }
 
 protected:
     virtual std::unique_ptr<Child> makeChild() const {
