@@ -189,6 +189,7 @@ http::response<http::string_body> AdminListener::status() const {
                         {"url", backends.config(index).url},
                         {"role", conf::toString(b.role)},
                         {"healthy", b.healthy},
+                        {"probed", b.probed},
                         {"routable", backends.routable(index)},
                         {"drained", b.drained},
                         {"window", b.reported_window},

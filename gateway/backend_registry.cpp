@@ -152,6 +152,9 @@ void BackendRegistry::recordPassiveFailure(size_t index, const std::string& why)
 void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
     std::lock_guard lock(mutex_);
     Backend& b = backends_.at(index);
+    // A first verdict can change the failover pool without changing which
+    // backends are routable (a primary found down at start-up).
+    if (b.health.status() == routing::HealthState::Status::unknown) table_mask_ = ~uint64_t{0};
     bool serves_model =
         std::find(result.model_ids.begin(), result.model_ids.end(), model_id_) != result.model_ids.end();
     if (result.models_ok) {
@@ -193,9 +196,20 @@ void BackendRegistry::republishLocked() {
         uint64_t primaries = 0;
         for (size_t i = 0; i < backends_.size(); ++i)
             if (backends_[i].role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
+        uint64_t unprobed_primaries = 0;
+        for (size_t i = 0; i < backends_.size(); ++i)
+            if (((primaries >> i) & 1) && !backends_[i].drained &&
+                backends_[i].health.status() == routing::HealthState::Status::unknown)
+                unprobed_primaries |= uint64_t{1} << i;
         if (mask & primaries) {
             pool = mask & primaries;
             unaccepted_failover_.reset();
+        } else if (unprobed_primaries != 0) {
+            // A primary nobody has probed yet is not down: at start-up the
+            // standby's first probe can land before the primary's. Nothing
+            // is routed until the primary's first verdict (one probe away);
+            // recordProbe rebuilds the table when it comes.
+            pool = 0;
         } else {
             pool = noteFailoverLocked(mask & ~primaries);
         }
@@ -248,7 +262,8 @@ std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.role, b.health.up(), b.drained, b.reported_window, b.model_ids, b.last_error,
+        out.push_back({b.config.name, b.role, b.health.up(), b.health.status() != routing::HealthState::Status::unknown,
+                       b.drained, b.reported_window, b.model_ids, b.last_error,
                        identityOf(model_id_, b.model_ids, b.reported_window, b.version, b.server), b.accepted,
                        b.accepted_window});
     return out;

@@ -47,6 +47,7 @@ struct BackendView {
     std::string name;
     conf::BackendRole role;
     bool healthy;
+    bool probed;  // false until its first probe's verdict
     bool drained;
     uint64_t reported_window;  // 0 = never reported
     std::vector<std::string> model_ids;

@@ -53,6 +53,7 @@ std::string joined(const nlohmann::json& array, const char* separator) {
 std::string health(const nlohmann::json& backend) {
     const nlohmann::json& healthy = field(backend, "healthy");
     if (!healthy.is_boolean()) return "-";
+    if (field(backend, "probed") == false) return "not probed yet";
     return healthy.get<bool>() ? "healthy" : "down";
 }
 

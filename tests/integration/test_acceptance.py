@@ -4,6 +4,7 @@ and the public window, and roles that survive a restart."""
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import time
 from pathlib import Path
@@ -278,6 +279,39 @@ def test_failover_to_an_unaccepted_standby_is_loud_or_refused(tmp_path, required
             logs = gw.process.stdout() + gw.process.stderr()
             assert note["message"] in logs
             assert "dpgate_unaccepted_failover 1" in metrics_text(gw)
+
+
+def test_a_primary_not_probed_yet_is_not_a_failover(tmp_path):
+    """At start-up the standby's first probe can land before the primary's.
+    Until the primary's first verdict nothing fails over and nothing alarms;
+    a primary whose first probe then fails is a real failover, and loud."""
+    with Sim() as standby, Sim(fault="hang") as primary:
+        backends = [("primary", primary, "primary"), ("standby", standby, "standby")]
+        config = gateway_config(backends, acceptance={"dir": str(tmp_path / "acc")},
+                                health={"interval_ms": 200, "timeout_ms": 2500, "fall": 1, "rise": 1})
+        with Gateway(config, wait_healthy=False) as gw:
+            body = wait_status(gw, lambda b: b["backends"][1]["healthy"])
+            started = time.monotonic()
+            primary_view = body["backends"][0]
+            assert primary_view["probed"] is False and primary_view["healthy"] is False, primary_view
+            assert body["failover_unaccepted"] is None
+            ctl = subprocess.run([str(bin_dir() / "dpgate"), "ctl", "--admin", f"http://127.0.0.1:{gw.admin_port}",
+                                  "status"], env={**os.environ, "DPGATE_ADMIN_TOKEN": ADMIN_TOKEN},
+                                 capture_output=True, text=True, timeout=30)
+            assert "not probed yet" in ctl.stdout, ctl.stdout + ctl.stderr
+            status, _, answer = gw.json("POST", "/v1/chat/completions",
+                                        {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})
+            assert status == 503, answer
+            assert standby.stats()["requests"] == 0
+            if time.monotonic() - started < 2.0:  # still inside the primary's first probe
+                assert "FAILOVER" not in gw.process.stdout() + gw.process.stderr()
+            # The primary's first probe times out: now it is down, and the failover is loud.
+            body = wait_status(gw, lambda b: b["failover_unaccepted"] is not None)
+            assert body["backends"][0]["probed"] is True and body["backends"][0]["healthy"] is False
+            assert body["failover_unaccepted"]["message"].startswith("FAILOVER TO UNACCEPTED STANDBY")
+            status, _, answer = gw.json("POST", "/v1/chat/completions",
+                                        {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})
+            assert status == 200, answer
 
 
 def test_the_public_window_stays_at_the_smaller_accepted_window(tmp_path):

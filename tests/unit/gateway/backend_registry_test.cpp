@@ -49,6 +49,33 @@ TEST(BackendRegistry, PrimaryFirstThenStandbyAfterFall) {
     EXPECT_EQ(poolBackend(registry), 0u);
 }
 
+// At start-up both backends are probed at once; when the standby's answer
+// lands first, the primary is not down, only not probed yet: no failover,
+// and no unaccepted-failover alarm.
+TEST(BackendRegistry, StandbyProbedFirstWaitsForThePrimarysFirstVerdict) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(1, good());
+    EXPECT_FALSE(poolBackend(registry).has_value()) << "the standby took traffic before the primary was probed";
+    EXPECT_FALSE(registry.unacceptedFailover().has_value());
+    EXPECT_FALSE(registry.snapshot()[0].probed);
+    EXPECT_TRUE(registry.snapshot()[1].probed);
+    registry.recordProbe(0, good());
+    EXPECT_EQ(poolBackend(registry), 0u);
+    EXPECT_FALSE(registry.unacceptedFailover().has_value());
+    EXPECT_TRUE(registry.snapshot()[0].probed);
+}
+
+TEST(BackendRegistry, PrimaryFoundDownAtStartFailsOverLoudly) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(1, good());
+    registry.recordProbe(0, refused());  // its first verdict: down at once
+    EXPECT_EQ(poolBackend(registry), 1u);
+    ASSERT_TRUE(registry.unacceptedFailover().has_value());
+    EXPECT_EQ(registry.unacceptedFailover()->backends, "standby");
+    EXPECT_TRUE(registry.snapshot()[0].probed);
+    EXPECT_FALSE(registry.snapshot()[0].healthy);
+}
+
 TEST(BackendRegistry, PublicWindowIsTheSmallestReported) {
     BackendRegistry registry(twoBackends());
     EXPECT_EQ(registry.publicWindow(), 1048576u);

@@ -108,3 +108,12 @@ TEST(CtlStatusTable, CellText) {
     EXPECT_EQ(ratioText(nlohmann::json::parse("1")), "1.000");
     EXPECT_EQ(ratioText(nullptr), "-");
 }
+
+TEST(CtlStatusTable, ABackendNotProbedYetIsNotCalledDown) {
+    nlohmann::json status = twoBackends();
+    status["backends"][1]["probed"] = false;
+    std::vector<std::string> lines = statusTable(status);
+    EXPECT_TRUE(lines[5].starts_with("bb       primary  not probed yet")) << lines[5];
+    status["backends"][1]["probed"] = true;
+    EXPECT_TRUE(statusTable(status)[5].starts_with("bb       primary  down ")) << statusTable(status)[5];
+}
