@@ -1,6 +1,7 @@
 #include "admission/tokenizer/added_tokens.hpp"
 
 #include <algorithm>
+#include <cstring>
 
 namespace dpgate::admission {
 
@@ -57,26 +58,65 @@ void AddedTokens::finish(Trie& trie) {
     }
     for (std::size_t n = 0; n < nodes; ++n) trie.edge_begin[n + 1] += trie.edge_begin[n];
     trie.building.clear();
+
+    // Chains, from the root down: a chain's inner nodes are skipped, and the
+    // walk goes on from where it ends.
+    trie.run_begin.assign(nodes, 0);
+    trie.run_length.assign(nodes, 0);
+    trie.run_end.assign(nodes, 0);
+    auto edges_of = [&](std::uint32_t n) { return trie.edge_begin[n + 1] - trie.edge_begin[n]; };
+    std::vector<std::uint32_t> todo = {0};
+    while (!todo.empty()) {
+        std::uint32_t n = todo.back();
+        todo.pop_back();
+        if (edges_of(n) == 1) {
+            const auto begin = static_cast<std::uint32_t>(trie.run_bytes.size());
+            std::uint32_t m = n;
+            do {
+                const std::uint32_t e = trie.edge_begin[m];
+                trie.run_bytes.push_back(static_cast<char>(trie.edge_byte[e]));
+                m = trie.edge_child[e];
+            } while (trie.token_at[m] < 0 && edges_of(m) == 1);
+            trie.run_begin[n] = begin;
+            trie.run_length[n] = static_cast<std::uint32_t>(trie.run_bytes.size()) - begin;
+            trie.run_end[n] = m;
+            todo.push_back(m);
+        } else {
+            for (std::uint32_t e = trie.edge_begin[n]; e < trie.edge_begin[n + 1]; ++e)
+                todo.push_back(trie.edge_child[e]);
+        }
+    }
 }
 
 std::size_t AddedTokens::longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id) {
     std::uint32_t node = 0;
     std::size_t best = 0;
-    for (std::size_t i = pos; i < text.size(); ++i) {
-        const auto byte = static_cast<unsigned char>(text[i]);
-        std::uint32_t e = trie.edge_begin[node];
-        const std::uint32_t end = trie.edge_begin[node + 1];
-        if (end - e > 8) {
-            e = static_cast<std::uint32_t>(
-                std::lower_bound(trie.edge_byte.begin() + e, trie.edge_byte.begin() + end, byte) -
-                trie.edge_byte.begin());
+    std::size_t i = pos;
+    while (i < text.size()) {
+        if (const std::uint32_t run = trie.run_length[node]; run != 0) {
+            // No token ends inside a chain: all of it matches, or nothing new does.
+            if (text.size() - i < run ||
+                std::memcmp(text.data() + i, trie.run_bytes.data() + trie.run_begin[node], run))
+                break;
+            i += run;
+            node = trie.run_end[node];
         } else {
-            while (e < end && trie.edge_byte[e] < byte) ++e;
+            const auto byte = static_cast<unsigned char>(text[i]);
+            std::uint32_t e = trie.edge_begin[node];
+            const std::uint32_t end = trie.edge_begin[node + 1];
+            if (end - e > 8) {
+                e = static_cast<std::uint32_t>(
+                    std::lower_bound(trie.edge_byte.begin() + e, trie.edge_byte.begin() + end, byte) -
+                    trie.edge_byte.begin());
+            } else {
+                while (e < end && trie.edge_byte[e] < byte) ++e;
+            }
+            if (e == end || trie.edge_byte[e] != byte) break;
+            node = trie.edge_child[e];
+            ++i;
         }
-        if (e == end || trie.edge_byte[e] != byte) break;
-        node = trie.edge_child[e];
         if (trie.token_at[node] >= 0) {
-            best = i + 1 - pos;
+            best = i - pos;
             id = static_cast<std::uint32_t>(trie.token_at[node]);
         }
     }

@@ -49,6 +49,16 @@ private:
         std::vector<unsigned char> edge_byte;
         std::vector<std::uint32_t> edge_child;
         std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
+        // A chain of one-edge nodes no token ends inside is walked with one
+        // memcmp: for the node the chain starts at, its bytes are
+        // run_bytes[run_begin, run_begin + run_length) and it ends at
+        // run_end (a node with a token, or with more or fewer than one
+        // edge). run_length 0: no chain starts here. A walk only ever meets
+        // a chain at its start.
+        std::vector<std::uint32_t> run_begin;
+        std::vector<std::uint32_t> run_length;
+        std::vector<std::uint32_t> run_end;
+        std::string run_bytes;
         bool first_byte[256] = {};
         int only_first_byte = -1;  // set when every token starts with one byte (memchr path)
         bool empty() const { return token_at.size() <= 1; }
