@@ -144,6 +144,63 @@ private:
     std::uint32_t end_;
 };
 
+// The ASCII fast path (issue 18: the splitter was a fifth of a cold count of
+// mostly-ASCII text, classifying every character twice, once to find its
+// region and once in RegionSplitter). From a piece start whose first byte is
+// ASCII, the end of the piece RegionSplitter would find, or 0 when that
+// depends on a non-ASCII character (the caller then takes the general path
+// from the same start, which gives the same pieces: no pattern looks behind).
+// The region end, where \s+(?!\S) takes the whole run, is a digit or a
+// non-ASCII character here; the former ends a run like the end of the text.
+// Follows matchAt's alternatives in order.
+inline bool asciiHas(unsigned char b, std::uint16_t mask) { return b < 0x80 && (kAscii.flags[b] & mask); }
+
+inline std::uint32_t asciiPieceEnd(const unsigned char* s, std::uint32_t pos, std::uint32_t n) {
+    const std::uint16_t f0 = kAscii.flags[s[pos]];
+    const std::uint32_t e0 = pos + 1;
+    std::uint32_t j = e0;
+    // Whether the run scanned up to j stopped at a non-ASCII character, which
+    // might have continued it.
+    const auto open = [&] { return j < n && s[j] >= 0x80; };
+    if (f0 & kN) {  // step 1: \p{N}{1,3}
+        while (j < n && j < pos + 3 && asciiHas(s[j], kN)) ++j;
+        return j < pos + 3 && open() ? 0 : j;
+    }
+    if (f0 & kAsciiPunct) {  // [!"#...~][A-Za-z]+, ASCII letters only
+        while (j < n && asciiHas(s[j], kAsciiLetter)) ++j;
+        if (j > e0) return j;
+    }
+    if (!(f0 & (kCrLf | kL | kP | kS)) || (f0 & (kL | kM))) {  // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
+        while (j < n && asciiHas(s[j], kL | kM)) ++j;
+        if (open()) return 0;
+        if (j > e0 || (f0 & (kL | kM))) return j;
+    }
+    if (((f0 & kSpaceChar) && e0 < n) || (f0 & (kP | kS))) {  // ' ?[\p{P}\p{S}]+[\r\n]*'
+        while (j < n && asciiHas(s[j], kP | kS)) ++j;
+        if (open()) return 0;
+        if (j > e0 || (f0 & (kP | kS))) {
+            while (j < n && (s[j] == '\r' || s[j] == '\n')) ++j;
+            return j;
+        }
+    }
+    if (f0 & kSpace) {  // \s*[\r\n]+ | \s+(?!\S) | \s+, as in matchAt
+        std::uint32_t last_crlf_end = (f0 & kCrLf) ? e0 : 0;
+        std::uint32_t last_start = pos;
+        unsigned count = 1;
+        while (j < n && asciiHas(s[j], kSpace)) {
+            if (kAscii.flags[s[j]] & kCrLf) last_crlf_end = j + 1;
+            last_start = j;
+            ++j;
+            ++count;
+        }
+        if (open()) return 0;
+        if (last_crlf_end != 0) return last_crlf_end;
+        if (j == n || asciiHas(s[j], kN) || count == 1) return j;
+        return last_start;
+    }
+    return 0;  // a gap: the general path collects it
+}
+
 // Length of the run of CJK unified ideographs (U+4E00..U+9FA5) at s[pos..n),
 // in bytes. These are the bulk of Chinese text; every one is 3 bytes, lead
 // byte 0xe4..0xe9, and of class L alone, so a run of them followed by no
@@ -172,14 +229,20 @@ bool ideographsAreOnlyLetters() {
     return only_letters;
 }
 
-}  // namespace
-
-void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
+template <bool kAsciiFastPath>
+void split(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const auto n = static_cast<std::uint32_t>(text.size());
     const bool ideograph_shortcut = ideographsAreOnlyLetters();
     std::uint32_t pos = 0;
     while (pos < n) {
+        if (kAsciiFastPath && s[pos] < 0x80) {
+            if (const std::uint32_t end = asciiPieceEnd(s, pos, n); end != 0) {
+                piece_ends.push_back(end);
+                pos = end;
+                continue;
+            }
+        }
         if (ideograph_shortcut) {
             if (const std::uint32_t run = ideographRun(s, pos, n); run != 0) {
                 const std::uint32_t end = pos + run;
@@ -215,6 +278,14 @@ void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_en
         RegionSplitter(s, end).split(pos, piece_ends);
         pos = end;
     }
+}
+
+}  // namespace
+
+void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) { split<true>(text, piece_ends); }
+
+void splitDeepSeekV3ByRegions(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
+    split<false>(text, piece_ends);
 }
 
 }  // namespace dpgate::admission

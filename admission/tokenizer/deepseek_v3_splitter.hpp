@@ -27,4 +27,8 @@ extern const std::array<std::string_view, 3> kDeepSeekV3SplitPatterns;
 // in order. `text` must be valid UTF-8.
 void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends);
 
+// The same pieces without the ASCII fast path (every piece found by regions
+// and matchAt); tests check that the two agree.
+void splitDeepSeekV3ByRegions(std::string_view text, std::vector<std::uint32_t>& piece_ends);
+
 }  // namespace dpgate::admission

@@ -18,7 +18,12 @@ namespace dpgate::admission {
 
 class WordCache {
 public:
-    static constexpr std::size_t kMaxPieceBytes = 64;
+    // Rule lines in comments and man pages ("/* ===...=== */", 67-82 bytes)
+    // repeat hundreds of times in a header-heavy text, and each was a heap
+    // merge of ~70 symbols at 64 (issue 18: 10% of a cold count). Longer
+    // distinct pieces fill the arena sooner; that costs a start-over, which is
+    // still cheaper than the merges it saves on repeats.
+    static constexpr std::size_t kMaxPieceBytes = 128;
 
     explicit WordCache(std::size_t max_entries = 1u << 16);
 

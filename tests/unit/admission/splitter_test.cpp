@@ -1,6 +1,8 @@
 // The hand-written splitter on the cases each regex alternative exists for.
 #include <gtest/gtest.h>
 
+#include <random>
+
 #include "admission/tokenizer/deepseek_v3_splitter.hpp"
 
 namespace dpgate::admission {
@@ -46,6 +48,33 @@ TEST(DeepSeekV3Splitter, WhitespaceRuns) {
 }
 
 TEST(DeepSeekV3Splitter, UnmatchedCharactersFormGaps) { EXPECT_EQ(split("\x01\x02!"), (Pieces{"\x01\x02", "!"})); }
+
+// The ASCII fast path must find exactly the pieces of the general path, on
+// strings built from what each of its branches stops or hands over at:
+// digits and non-ASCII numbers, letters with and without marks, CJK, ASCII
+// and non-ASCII punctuation and symbols, every kind of whitespace (and
+// non-ASCII spaces), control characters.
+TEST(DeepSeekV3Splitter, AsciiFastPathMatchesRegions) {
+    const std::vector<std::string_view> atoms = {
+        "a",      "Z",      "q", "0",      "7", " ",        "  ", "\t",        "\n", "\r",   "\r\n",
+        "\v",     "\f",     "!", ".",      "$", "+",        "(",  "_",         "~",  "\x01", "\x1f",
+        "\x7f",   "é",      "ß", "\u0301", "²", "٣",        "你", "の",        "・", "゛",   "\u00a0",
+        "\u3000", "\u2028", "«", "€",      "—", "\xc2\x85", "Ж",  "\U0001F600"};
+    std::mt19937 rng(18);
+    std::uniform_int_distribution<std::size_t> pick(0, atoms.size() - 1);
+    std::uniform_int_distribution<int> length(1, 24);
+    std::vector<std::uint32_t> fast;
+    std::vector<std::uint32_t> regions;
+    for (int round = 0; round < 200000; ++round) {
+        std::string text;
+        for (int k = length(rng); k > 0; --k) text += atoms[pick(rng)];
+        fast.clear();
+        regions.clear();
+        splitDeepSeekV3(text, fast);
+        splitDeepSeekV3ByRegions(text, regions);
+        ASSERT_EQ(fast, regions) << "text: " << text;
+    }
+}
 
 }  // namespace
 }  // namespace dpgate::admission
