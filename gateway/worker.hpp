@@ -86,7 +86,10 @@ private:
     // frames, and each session detaches itself from this set.
     std::unordered_set<ClientSession*> sessions_;
     DeadlineList deadlines_;  // before io_ too: sockets unlink themselves as frames go
-    net::io_context io_{1};
+    // One thread runs it, and every socket on it is opened, read, written
+    // and closed from that thread (other threads post to it): the reactor's
+    // per-socket locks are switched off. Posting from other threads stays safe.
+    net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     tcp::acceptor acceptor_{io_};
     std::vector<std::unique_ptr<UpstreamPool>> pools_;
     std::vector<std::unique_ptr<char[]>> spare_buffers_;
