@@ -1,5 +1,7 @@
 #include "gateway/forwarded_headers.hpp"
 
+#include "gateway/upstream_response_parser.hpp"
+
 #include <boost/beast/core/string.hpp>
 
 #include <array>
@@ -36,14 +38,40 @@ bool isHopByHop(http::field name) {
     }
 }
 
-// Calls `emit(field)` for every field of `from` that crosses the gateway.
-template <class Emit>
-void forEachEndToEndField(const http::fields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
+bool iequalsAscii(std::string_view a, std::string_view b) {
+    return beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
+}
+
+// The fields of a Beast message and of a backend's answer, as
+// forEachEndToEndField reads them: each(fn) calls fn(field id, name, value).
+struct BeastFields {
+    const http::fields& fields;
+    template <class Fn>
+    void each(Fn&& fn) const {
+        for (const auto& f : fields)
+            fn(f.name(), std::string_view(f.name_string().data(), f.name_string().size()),
+               std::string_view(f.value().data(), f.value().size()));
+    }
+};
+
+struct AnswerFields {
+    const UpstreamResponseParser& answer;
+    template <class Fn>
+    void each(Fn&& fn) const {
+        for (size_t i = 0; i < answer.fieldCount(); ++i) {
+            const UpstreamResponseParser::Field& f = answer.field(i);
+            fn(f.name, answer.nameOf(f), answer.valueOf(f));
+        }
+    }
+};
+
+// Calls `emit(name, value)` for every field of `from` that crosses the gateway.
+template <class Fields, class Emit>
+void forEachEndToEndField(const Fields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
     // Field names listed in Connection are hop-by-hop for this message only.
     std::vector<std::string_view> named;
-    auto [first, last] = from.equal_range(http::field::connection);
-    for (auto it = first; it != last; ++it) {
-        std::string_view v = it->value();
+    from.each([&](http::field id, std::string_view, std::string_view v) {
+        if (id != http::field::connection) return;
         while (!v.empty()) {
             size_t comma = v.find(',');
             std::string_view token = v.substr(0, comma);
@@ -53,29 +81,39 @@ void forEachEndToEndField(const http::fields& from, std::initializer_list<std::s
             if (comma == std::string_view::npos) break;
             v.remove_prefix(comma + 1);
         }
-    }
-    for (const auto& field : from) {
+    });
+    from.each([&](http::field id, std::string_view name, std::string_view value) {
         // Every hop-by-hop name is a known field; an unknown one never is.
-        if (isHopByHop(field.name())) continue;
-        std::string_view name = field.name_string();
+        if (isHopByHop(id)) return;
         bool drop = false;
-        for (std::string_view n : named) drop = drop || beast::iequals(name, n);
-        for (std::string_view n : also_drop) drop = drop || beast::iequals(name, n);
-        if (!drop) emit(field);
-    }
+        for (std::string_view n : named) drop = drop || iequalsAscii(name, n);
+        for (std::string_view n : also_drop) drop = drop || iequalsAscii(name, n);
+        if (!drop) emit(name, value);
+    });
+}
+
+void appendLine(std::string& head, std::string_view name, std::string_view value) {
+    head.append(name).append(": ").append(value).append("\r\n");
 }
 
 }  // namespace
 
 void copyEndToEndFields(const http::fields& from, http::fields& to, std::initializer_list<std::string_view> also_drop) {
-    forEachEndToEndField(from, also_drop, [&](const auto& field) { to.insert(field.name_string(), field.value()); });
+    forEachEndToEndField(BeastFields{from}, also_drop, [&](std::string_view name, std::string_view value) {
+        to.insert(beast::string_view(name.data(), name.size()), beast::string_view(value.data(), value.size()));
+    });
 }
 
 void appendEndToEndFields(const http::fields& from, std::string& head,
                           std::initializer_list<std::string_view> also_drop) {
-    forEachEndToEndField(from, also_drop, [&](const auto& field) {
-        head.append(field.name_string()).append(": ").append(field.value()).append("\r\n");
-    });
+    forEachEndToEndField(BeastFields{from}, also_drop,
+                         [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
+}
+
+void appendEndToEndFields(const UpstreamResponseParser& from, std::string& head,
+                          std::initializer_list<std::string_view> also_drop) {
+    forEachEndToEndField(AnswerFields{from}, also_drop,
+                         [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
 }
 
 }  // namespace dpgate::gateway

@@ -9,6 +9,8 @@
 
 namespace dpgate::gateway {
 
+class UpstreamResponseParser;
+
 bool isHopByHop(std::string_view name);
 
 // Copies `from`'s fields into `to`, skipping hop-by-hop fields, the fields
@@ -19,6 +21,8 @@ void copyEndToEndFields(const http::fields& from, http::fields& to,
 // The same selection, appended as "Name: value\r\n" lines to a serialized
 // head (the upstream request is written as raw buffers).
 void appendEndToEndFields(const http::fields& from, std::string& head,
+                          std::initializer_list<std::string_view> also_drop = {});
+void appendEndToEndFields(const UpstreamResponseParser& from, std::string& head,
                           std::initializer_list<std::string_view> also_drop = {});
 
 }  // namespace dpgate::gateway

@@ -168,7 +168,7 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         answer.kind = UpstreamAnswer::Kind::client_gone;
     } else if (connection_) {
         answer.kind = UpstreamAnswer::Kind::answered;
-        answer.status = parser_->get().result_int();
+        answer.status = parser_->status();
     } else {
         answer.kind = error == beast::error::timeout ? UpstreamAnswer::Kind::timed_out : UpstreamAnswer::Kind::failed;
         answer.error = error.message();
@@ -192,9 +192,9 @@ awaitable<bool> Relay::answerFailure(const SlotLease& slot, const UpstreamAnswer
 }
 
 awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parser& parser) {
-    const size_t room = parser.get().body().size;
+    const size_t room = parser.body().size;
     error_code ec = parseBuffered(parser, connection.buffer);
-    if (ec || parser.is_done() || parser.get().body().size != room) co_return ec;
+    if (ec || parser.is_done() || parser.body().size != room) co_return ec;
     connection.stream.expires_after(ms(c_.config.limits.stream_idle_timeout_ms));
     auto [read_ec, n] = co_await http::async_read_some(connection.stream, connection.buffer, parser, use_nothrow);
     co_return read_ec == http::error::need_buffer ? error_code{} : read_ec;
@@ -210,8 +210,8 @@ void Relay::releaseConnection(size_t backend, bool whole) {
 awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
     const std::string& backend_name = slot.backendName();
     Parser& parser = *parser_;
-    auto& upstream = parser.get();
-    const unsigned status = upstream.result_int();
+    Parser& upstream = parser;
+    const unsigned status = upstream.status();
     constexpr size_t kMaxErrorBytes = 64 * 1024;
     std::string body;
     char chunk[8192];
@@ -229,12 +229,12 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
         body.append(chunk, sizeof chunk - upstream.body().size);
     }
     const bool whole = parser.is_done();
-    http::response<http::string_body> response{upstream.result(), 11};
+    http::response<http::string_body> response{http::int_to_status(status), 11};
     response.set(http::field::content_type, "application/json");
     response.set("X-Request-ID", c_.record.request_id);
     response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(slot.rank()));
-    if (auto retry = upstream.find(http::field::retry_after); retry != upstream.end())
-        response.set(http::field::retry_after, retry->value());
+    if (upstream.has(http::field::retry_after))
+        response.set(http::field::retry_after, upstream[http::field::retry_after]);
     response.keep_alive(c_.keep_alive);
     response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name,
                                       &c_.record.rejection);
@@ -250,26 +250,26 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const std::string& backend_name = slot.backendName();
     Parser& parser = *parser_;
     UpstreamConnection& connection = *connection_;
-    auto& upstream = parser.get();
+    Parser& upstream = parser;
     ClientStream& client = c_.session.stream();
     GaugeInFlight inflight{c_.metrics ? c_.worker.slotMetrics(backend, rank).inflight : nullptr};
     c_.record.backend = backend_name;
     c_.record.rank = int(rank);
-    c_.record.status = upstream.result_int();
+    c_.record.status = upstream.status();
     // A non-stream answer comes when the work is done; a stream's prefill
     // ends with its first body byte (below).
     const bool event_stream = beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
     if (!event_stream) slot.prefillDone();
-    if (upstream.result_int() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
+    if (upstream.status() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
 
     ResponseFraming framing;
     {
-        const bool no_body = upstream.result_int() == 204 || upstream.result_int() == 304;
+        const bool no_body = upstream.status() == 204 || upstream.status() == 304;
         ResponseFraming::Body body = ResponseFraming::Body::chunked;
         uint64_t length = 0;
         if (no_body) {
             body = ResponseFraming::Body::none;
-        } else if (!upstream.chunked() && parser.content_length()) {
+        } else if (!parser.chunked() && parser.content_length()) {
             body = ResponseFraming::Body::length;
             length = *parser.content_length();
         } else if (parser.is_done()) {
@@ -280,7 +280,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         std::memcpy(route, backend_name.data(), route_bytes);
         route[route_bytes] = '/';
         auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
-        framing.start(upstream.base(), upstream.result_int(), body, length, c_.keep_alive, c_.record.request_id,
+        framing.start(upstream, upstream.status(), body, length, c_.keep_alive, c_.record.request_id,
                       std::string_view(route, size_t(route_end - route)));
     }
     const bool chunked = framing.body() == ResponseFraming::Body::chunked;

@@ -14,6 +14,7 @@
 #include "gateway/request_context.hpp"
 #include "gateway/upstream_connector.hpp"
 #include "gateway/upstream_pool.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include <array>
 #include <memory>
@@ -47,7 +48,7 @@ public:
 private:
     struct ClientWatch;
     enum class Attempt { ok, retry_fresh, failed };
-    using Parser = http::response_parser<http::buffer_body>;
+    using Parser = UpstreamResponseParser;
 
     // Serializes the upstream request head into upstream_head_ and points
     // upstream_buffers_ at it and the body (with the splice admission and

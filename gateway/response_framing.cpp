@@ -1,4 +1,5 @@
 #include "gateway/response_framing.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include "gateway/forwarded_headers.hpp"
 
@@ -6,7 +7,7 @@
 
 namespace dpgate::gateway {
 
-void ResponseFraming::start(const http::fields& upstream, unsigned status, Body body, uint64_t content_length,
+void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned status, Body body, uint64_t content_length,
                             bool keep_alive, std::string_view request_id, std::string_view route) {
     body_ = body;
     head_sent_ = false;

@@ -15,14 +15,16 @@
 
 namespace dpgate::gateway {
 
+class UpstreamResponseParser;
+
 class ResponseFraming {
 public:
     enum class Body { none, length, chunked };
 
     // The head: status line, the upstream's end-to-end fields (without its
     // framing, X-Request-ID and X-Dpgate-Route), then dpgate's own.
-    void start(const http::fields& upstream, unsigned status, Body body, uint64_t content_length, bool keep_alive,
-               std::string_view request_id, std::string_view route);
+    void start(const UpstreamResponseParser& upstream, unsigned status, Body body, uint64_t content_length,
+               bool keep_alive, std::string_view request_id, std::string_view route);
 
     // Buffers that carry the head (until it went out), `piece` framed, and
     // when `last` the end of a chunked body. Empty when there is nothing to

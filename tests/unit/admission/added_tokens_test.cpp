@@ -21,8 +21,13 @@ struct Piece {
 std::vector<Piece> splitByTrie(const AddedTokens& added, std::string_view text) {
     std::vector<Piece> out;
     added.split(
-        text, [&](std::string_view run) { out.push_back({false, std::string(run)}); },
-        [&](std::uint32_t id) { out.push_back({true, std::to_string(id)}); });
+        text,
+        [&](std::string_view run) {
+            out.push_back({false, std::string(run)});
+        },
+        [&](std::uint32_t id) {
+            out.push_back({true, std::to_string(id)});
+        });
     return out;
 }
 
@@ -52,18 +57,25 @@ TEST(AddedTokens, SplitIsLeftmostLongestOverChainsAndBranches) {
     // Shared prefixes, tokens that end inside another's chain, a long chain,
     // DeepSeek-style names with multi-byte bars, one-byte tokens.
     const std::vector<AddedToken> tokens = {
-        {"<|User|>", 1},          {"<|Assistant|>", 2},
-        {"<｜User｜>", 3},        {"<｜Assistant｜>", 4},
-        {"<｜begin▁of▁sentence｜>", 5}, {"<｜end▁of▁sentence｜>", 6},
-        {"<think>", 7},           {"</think>", 8},
-        {"<a", 9},                {"<abc", 10},
-        {"<abcdefgh>", 11},       {"x", 12},
-        {"<｜place▁holder▁no▁1｜>", 13}, {"<｜place▁holder▁no▁12｜>", 14},
+        {"<|User|>", 1},
+        {"<|Assistant|>", 2},
+        {"<｜User｜>", 3},
+        {"<｜Assistant｜>", 4},
+        {"<｜begin▁of▁sentence｜>", 5},
+        {"<｜end▁of▁sentence｜>", 6},
+        {"<think>", 7},
+        {"</think>", 8},
+        {"<a", 9},
+        {"<abc", 10},
+        {"<abcdefgh>", 11},
+        {"x", 12},
+        {"<｜place▁holder▁no▁1｜>", 13},
+        {"<｜place▁holder▁no▁12｜>", 14},
     };
     const AddedTokens added(tokens);
-    std::vector<std::string> fragments = {"<", ">", "|", "｜", "▁", "a", "b", "c", "x", "y", " ", "think", "/",
-                                          "User", "Assistant", "begin", "of", "sentence", "place", "holder", "no",
-                                          "1", "2", "defgh", "\xef", "\xbd"};
+    std::vector<std::string> fragments = {
+        "<",    ">",         "|",     "｜", "▁",        "a",     "b",      "c",  "x", "y", " ",     "think", "/",
+        "User", "Assistant", "begin", "of", "sentence", "place", "holder", "no", "1", "2", "defgh", "\xef",  "\xbd"};
     for (const AddedToken& t : tokens) {
         fragments.push_back(t.content);
         fragments.push_back(t.content.substr(0, t.content.size() / 2));

@@ -1,9 +1,11 @@
 #include "gateway/response_framing.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/beast/http/parser.hpp>
 #include <boost/beast/http/string_body.hpp>
 
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -30,23 +32,25 @@ http::response<http::string_body> parse(const std::string& wire) {
     return parser.release();
 }
 
-http::fields upstreamFields() {
-    http::fields f;
-    f.insert("Content-Type", "text/event-stream");
-    f.insert("Content-Length", "999");
-    f.insert("Transfer-Encoding", "chunked");
-    f.insert("Connection", "keep-alive, X-Hop");
-    f.insert("X-Hop", "private");
-    f.insert("X-Request-ID", "upstream-id");
-    f.insert("X-Sim-DP-Rank", "3");
-    return f;
+// A backend's answer head, parsed as the relay parses it (the body, chunked,
+// not read).
+std::unique_ptr<UpstreamResponseParser> upstreamFields() {
+    const std::string head =
+        "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nTransfer-Encoding: chunked\r\n"
+        "Connection: keep-alive, X-Hop\r\nX-Hop: private\r\nX-Request-ID: upstream-id\r\n"
+        "X-Sim-DP-Rank: 3\r\nX-Dpgate-Route: spoofed/9\r\n\r\n";
+    auto parser = std::make_unique<UpstreamResponseParser>();
+    error_code ec;
+    parser->put(net::buffer(head), ec);
+    EXPECT_TRUE(parser->is_header_done()) << ec.message();
+    return parser;
 }
 
 }  // namespace
 
 TEST(ResponseFraming, ChunkedPiecesParseBackToTheBody) {
     ResponseFraming framing;
-    framing.start(upstreamFields(), 200, ResponseFraming::Body::chunked, 0, true, "req-1", "primary/3");
+    framing.start(*upstreamFields(), 200, ResponseFraming::Body::chunked, 0, true, "req-1", "primary/3");
     std::string wire = concat(framing.next({}, false));  // the head alone, as for an event stream
     EXPECT_TRUE(framing.headSent());
     const std::vector<std::string> pieces = {"data: {\"a\":1}\n\n", std::string(70000, 'x'), "data: [DONE]\n\n"};
@@ -59,6 +63,7 @@ TEST(ResponseFraming, ChunkedPiecesParseBackToTheBody) {
     EXPECT_EQ(response["X-Request-ID"], "req-1");  // dpgate's, not the backend's
     EXPECT_EQ(response.count("X-Request-ID"), 1u);
     EXPECT_EQ(response["X-Dpgate-Route"], "primary/3");
+    EXPECT_EQ(response.count("X-Dpgate-Route"), 1u);
     EXPECT_EQ(response["X-Sim-DP-Rank"], "3");
     EXPECT_EQ(response.count("X-Hop"), 0u);
     EXPECT_EQ(response.count(http::field::content_length), 0u);
@@ -68,7 +73,7 @@ TEST(ResponseFraming, ChunkedPiecesParseBackToTheBody) {
 
 TEST(ResponseFraming, AnEmptyPieceNeverEndsAChunkedBody) {
     ResponseFraming framing;
-    framing.start({}, 200, ResponseFraming::Body::chunked, 0, true, "r", "b/0");
+    framing.start(UpstreamResponseParser{}, 200, ResponseFraming::Body::chunked, 0, true, "r", "b/0");
     std::string wire = concat(framing.next("abc", false));
     framing.next({}, false);
     EXPECT_TRUE(framing.empty());
@@ -80,7 +85,7 @@ TEST(ResponseFraming, AnEmptyPieceNeverEndsAChunkedBody) {
 TEST(ResponseFraming, LengthBodyIsWrittenAsIsWithItsLength) {
     ResponseFraming framing;
     const std::string body = R"({"id":"x","choices":[]})";
-    framing.start({}, 200, ResponseFraming::Body::length, body.size(), false, "r", "standby/7");
+    framing.start(UpstreamResponseParser{}, 200, ResponseFraming::Body::length, body.size(), false, "r", "standby/7");
     const std::string wire = concat(framing.next(body, true));
     EXPECT_TRUE(wire.ends_with("\r\n\r\n" + body));
     auto response = parse(wire);
@@ -92,10 +97,10 @@ TEST(ResponseFraming, LengthBodyIsWrittenAsIsWithItsLength) {
 
 TEST(ResponseFraming, StatusLineCarriesTheCodeAndItsReason) {
     ResponseFraming framing;
-    framing.start({}, 204, ResponseFraming::Body::none, 0, true, "r", "b/0");
+    framing.start(UpstreamResponseParser{}, 204, ResponseFraming::Body::none, 0, true, "r", "b/0");
     EXPECT_TRUE(framing.finished());
     const std::string wire = concat(framing.next({}, true));
     EXPECT_TRUE(wire.starts_with("HTTP/1.1 204 No Content\r\n")) << wire;
-    framing.start({}, 597, ResponseFraming::Body::length, 0, true, "r", "b/0");
+    framing.start(UpstreamResponseParser{}, 597, ResponseFraming::Body::length, 0, true, "r", "b/0");
     EXPECT_TRUE(concat(framing.next({}, true)).starts_with("HTTP/1.1 597 Unknown\r\n"));
 }

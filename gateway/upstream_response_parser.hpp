@@ -1,0 +1,77 @@
+// The parser of a backend's answer: Beast's HTTP/1.1 grammar, framing and
+// chunk decoding (basic_parser), with the fields kept as one string and a
+// small index instead of a beast::http::fields (an allocation and a
+// red-black tree insert per field; issue 18: the answer's head was ~4k
+// instructions of a ~50k-instruction request), and the body written into a
+// window the relay hands over piece by piece, as http::buffer_body does.
+//
+// One per answer, like any Beast parser. Lookups are linear: an answer has a
+// handful of fields.
+#pragma once
+
+#include "gateway/net.hpp"
+
+#include <boost/container/small_vector.hpp>
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+namespace dpgate::gateway {
+
+class UpstreamResponseParser : public http::basic_parser<false> {
+public:
+    struct Field {
+        http::field name;  // field::unknown for a name Beast does not know
+        uint32_t name_at, name_bytes, value_at, value_bytes;
+    };
+
+    // Where body bytes go: `data` advances and `size` shrinks as they are
+    // written; parsing stops with http::error::need_buffer when size is 0
+    // (or data is null), and the relay hands over the next window.
+    struct Window {
+        char* data = nullptr;
+        size_t size = 0;
+    };
+
+    UpstreamResponseParser() = default;
+
+    unsigned status() const { return status_; }
+    int version() const { return version_; }
+    Window& body() { return window_; }
+
+    // The first field of that name, or empty. A field named twice is seen
+    // whole only through fields().
+    std::string_view operator[](http::field name) const;
+    std::string_view operator[](std::string_view name) const;
+    bool has(http::field name) const;
+
+    size_t fieldCount() const { return fields_.size(); }
+    const Field& field(size_t i) const { return fields_[i]; }
+    std::string_view nameOf(const Field& f) const { return {bytes_.data() + f.name_at, f.name_bytes}; }
+    std::string_view valueOf(const Field& f) const { return {bytes_.data() + f.value_at, f.value_bytes}; }
+
+private:
+    void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
+    void on_response_impl(int code, beast::string_view reason, int version, error_code& ec) override;
+    void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
+                       error_code& ec) override;
+    void on_header_impl(error_code&) override {}
+    void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
+    std::size_t on_body_impl(beast::string_view body, error_code& ec) override { return write(body, ec); }
+    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
+    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code& ec) override {
+        return write(body, ec);
+    }
+    void on_finish_impl(error_code&) override {}
+
+    std::size_t write(beast::string_view body, error_code& ec);
+
+    unsigned status_ = 0;
+    int version_ = 11;
+    std::string bytes_;  // every field's name and value, back to back
+    boost::container::small_vector<Field, 12> fields_;
+    Window window_;
+};
+
+}  // namespace dpgate::gateway
