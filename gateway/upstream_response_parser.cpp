@@ -12,8 +12,8 @@ void UpstreamResponseParser::on_response_impl(int code, beast::string_view, int 
     version_ = version;
 }
 
-void UpstreamResponseParser::on_field_impl(http::field name, beast::string_view name_string,
-                                           beast::string_view value, error_code&) {
+void UpstreamResponseParser::on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
+                                           error_code&) {
     // The header is bounded by header_limit (Beast's 8 KiB by default), so
     // offsets fit in 32 bits.
     if (bytes_.capacity() == 0) bytes_.reserve(512);
