@@ -152,9 +152,6 @@ void BackendRegistry::recordPassiveFailure(size_t index, const std::string& why)
 void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
     std::lock_guard lock(mutex_);
     Backend& b = backends_.at(index);
-    // A first verdict can change the failover pool without changing which
-    // backends are routable (a primary found down at start-up).
-    if (b.health.status() == routing::HealthState::Status::unknown) table_mask_ = ~uint64_t{0};
     bool serves_model =
         std::find(result.model_ids.begin(), result.model_ids.end(), model_id_) != result.model_ids.end();
     if (result.models_ok) {
@@ -177,39 +174,38 @@ void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
 
 void BackendRegistry::republishLocked() {
     uint64_t mask = 0;
+    // Failover's pool also depends on which primaries have had no probe yet:
+    // a primary nobody has probed is not down (at start-up the standby's first
+    // probe can land before the primary's), so nothing fails over until its
+    // first verdict.
+    uint64_t primaries = 0, unprobed_primaries = 0;
     uint64_t window = configured_window_;
     for (size_t i = 0; i < backends_.size(); ++i) {
         const Backend& b = backends_[i];
-        if (b.health.up() && !b.drained) mask |= uint64_t{1} << i;
+        const uint64_t bit = uint64_t{1} << i;
+        if (b.health.up() && !b.drained) mask |= bit;
+        if (b.role == conf::BackendRole::primary) {
+            primaries |= bit;
+            if (!b.drained && !b.health.probed()) unprobed_primaries |= bit;
+        }
         if (b.reported_window != 0) window = std::min(window, b.reported_window);
         // A backend with acceptance records serves no more than it was accepted at.
         if (b.accepted_window != 0) window = std::min(window, b.accepted_window);
     }
     public_window_.store(window, std::memory_order_relaxed);
     routable_mask_.store(mask, std::memory_order_release);
-    if (mask == table_mask_) return;
+    if (mask == table_mask_ && unprobed_primaries == table_unprobed_) return;
     table_mask_ = mask;
+    table_unprobed_ = unprobed_primaries;
 
     // Failover: the primary's slots while it is routable, else the standbys'.
     uint64_t pool = mask;
     if (mode_ == conf::RoutingMode::failover) {
-        uint64_t primaries = 0;
-        for (size_t i = 0; i < backends_.size(); ++i)
-            if (backends_[i].role == conf::BackendRole::primary) primaries |= uint64_t{1} << i;
-        uint64_t unprobed_primaries = 0;
-        for (size_t i = 0; i < backends_.size(); ++i)
-            if (((primaries >> i) & 1) && !backends_[i].drained &&
-                backends_[i].health.status() == routing::HealthState::Status::unknown)
-                unprobed_primaries |= uint64_t{1} << i;
         if (mask & primaries) {
             pool = mask & primaries;
             unaccepted_failover_.reset();
         } else if (unprobed_primaries != 0) {
-            // A primary nobody has probed yet is not down: at start-up the
-            // standby's first probe can land before the primary's. Nothing
-            // is routed until the primary's first verdict (one probe away);
-            // recordProbe rebuilds the table when it comes.
-            pool = 0;
+            pool = 0;  // until the primary's first verdict, one probe away
         } else {
             pool = noteFailoverLocked(mask & ~primaries);
         }
@@ -262,8 +258,8 @@ std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.role, b.health.up(), b.health.status() != routing::HealthState::Status::unknown,
-                       b.drained, b.reported_window, b.model_ids, b.last_error,
+        out.push_back({b.config.name, b.role, b.health.up(), b.health.probed(), b.drained, b.reported_window,
+                       b.model_ids, b.last_error,
                        identityOf(model_id_, b.model_ids, b.reported_window, b.version, b.server), b.accepted,
                        b.accepted_window});
     return out;

@@ -152,7 +152,10 @@ private:
     routing::SlotChooserOptions chooser_options_;
     std::vector<size_t> load_offset_;
     std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load
+    // What table_ was built from: the routable backends, and the primaries
+    // not probed yet (failover holds the standbys back for those).
     uint64_t table_mask_ = ~uint64_t{0};
+    uint64_t table_unprobed_ = 0;
     mutable std::mutex mutex_;
     std::vector<Backend> backends_;
     std::atomic<uint64_t> routable_mask_{0};  // bit i: backend i may take requests

@@ -210,14 +210,13 @@ void Relay::releaseConnection(size_t backend, bool whole) {
 awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
     const std::string& backend_name = slot.backendName();
     Parser& parser = *parser_;
-    Parser& upstream = parser;
-    const unsigned status = upstream.status();
+    const unsigned status = parser.status();
     constexpr size_t kMaxErrorBytes = 64 * 1024;
     std::string body;
     char chunk[8192];
     while (!parser.is_done() && body.size() <= kMaxErrorBytes) {
-        upstream.body().data = chunk;
-        upstream.body().size = sizeof chunk;
+        parser.body().data = chunk;
+        parser.body().size = sizeof chunk;
         error_code ec = co_await readBodyPiece(*connection_, parser);
         if (ec) {
             if (watch_ && watch_->client_gone) co_return false;
@@ -226,15 +225,14 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
                                                     "backend_error");
             co_return co_await c_.session.writeError(failure, false);
         }
-        body.append(chunk, sizeof chunk - upstream.body().size);
+        body.append(chunk, sizeof chunk - parser.body().size);
     }
     const bool whole = parser.is_done();
     http::response<http::string_body> response{http::int_to_status(status), 11};
     response.set(http::field::content_type, "application/json");
     response.set("X-Request-ID", c_.record.request_id);
     response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(slot.rank()));
-    if (upstream.has(http::field::retry_after))
-        response.set(http::field::retry_after, upstream[http::field::retry_after]);
+    if (parser.has(http::field::retry_after)) response.set(http::field::retry_after, parser[http::field::retry_after]);
     response.keep_alive(c_.keep_alive);
     response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name,
                                       &c_.record.rejection);
@@ -250,21 +248,20 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const std::string& backend_name = slot.backendName();
     Parser& parser = *parser_;
     UpstreamConnection& connection = *connection_;
-    Parser& upstream = parser;
     ClientStream& client = c_.session.stream();
     GaugeInFlight inflight{c_.metrics ? c_.worker.slotMetrics(backend, rank).inflight : nullptr};
     c_.record.backend = backend_name;
     c_.record.rank = int(rank);
-    c_.record.status = upstream.status();
+    c_.record.status = parser.status();
     // A non-stream answer comes when the work is done; a stream's prefill
     // ends with its first body byte (below).
-    const bool event_stream = beast::iequals(upstream[http::field::content_type].substr(0, 17), "text/event-stream");
+    const bool event_stream = beast::iequals(parser[http::field::content_type].substr(0, 17), "text/event-stream");
     if (!event_stream) slot.prefillDone();
-    if (upstream.status() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
+    if (parser.status() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
 
     ResponseFraming framing;
     {
-        const bool no_body = upstream.status() == 204 || upstream.status() == 304;
+        const bool no_body = parser.status() == 204 || parser.status() == 304;
         ResponseFraming::Body body = ResponseFraming::Body::chunked;
         uint64_t length = 0;
         if (no_body) {
@@ -280,7 +277,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         std::memcpy(route, backend_name.data(), route_bytes);
         route[route_bytes] = '/';
         auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
-        framing.start(upstream, upstream.status(), body, length, c_.keep_alive, c_.record.request_id,
+        framing.start(parser, parser.status(), body, length, c_.keep_alive, c_.record.request_id,
                       std::string_view(route, size_t(route_end - route)));
     }
     const bool chunked = framing.body() == ResponseFraming::Body::chunked;
@@ -323,10 +320,10 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     }
 
     while (!parser.is_done()) {
-        upstream.body().data = chunk.data.get();
-        upstream.body().size = chunk_bytes;
+        parser.body().data = chunk.data.get();
+        parser.body().size = chunk_bytes;
         error_code rec = co_await readBodyPiece(connection, parser);
-        size_t got = chunk_bytes - upstream.body().size;
+        size_t got = chunk_bytes - parser.body().size;
         if (rec) {
             if (watch_ && watch_->client_gone) {
                 c_.record.stream_abort = "client";

@@ -1,7 +1,7 @@
 #include "gateway/response_framing.hpp"
-#include "gateway/upstream_response_parser.hpp"
 
 #include "gateway/forwarded_headers.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include <charconv>
 

@@ -7,11 +7,6 @@
 
 namespace dpgate::gateway {
 
-void UpstreamResponseParser::on_response_impl(int code, beast::string_view, int version, error_code&) {
-    status_ = unsigned(code);
-    version_ = version;
-}
-
 void UpstreamResponseParser::on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
                                            error_code&) {
     // The header is bounded by header_limit (Beast's 8 KiB by default), so

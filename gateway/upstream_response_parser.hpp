@@ -37,11 +37,10 @@ public:
     UpstreamResponseParser() = default;
 
     unsigned status() const { return status_; }
-    int version() const { return version_; }
     Window& body() { return window_; }
 
     // The first field of that name, or empty. A field named twice is seen
-    // whole only through fields().
+    // whole only through field(i).
     std::string_view operator[](http::field name) const;
     std::string_view operator[](std::string_view name) const;
     bool has(http::field name) const;
@@ -53,7 +52,7 @@ public:
 
 private:
     void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
-    void on_response_impl(int code, beast::string_view reason, int version, error_code& ec) override;
+    void on_response_impl(int code, beast::string_view, int, error_code&) override { status_ = unsigned(code); }
     void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
                        error_code& ec) override;
     void on_header_impl(error_code&) override {}
@@ -68,7 +67,6 @@ private:
     std::size_t write(beast::string_view body, error_code& ec);
 
     unsigned status_ = 0;
-    int version_ = 11;
     std::string bytes_;  // every field's name and value, back to back
     boost::container::small_vector<Field, 12> fields_;
     Window window_;

@@ -34,6 +34,7 @@ public:
     void suspect() { suspect_ = true; }
 
     Status status() const { return status_; }
+    bool probed() const { return status_ != Status::unknown; }
     bool up() const { return status_ == Status::up && !suspect_; }
     bool suspected() const { return suspect_; }
 
