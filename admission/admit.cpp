@@ -23,14 +23,16 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 // The conversation head as routing defines it (routing/affinity_key.hpp):
 // the tool definitions, the leading system/developer messages and the first
 // other message, each message's text parts joined. `scratch` keeps the
-// joined texts alive.
+// joined texts alive; its strings are reused from request to request (their
+// capacity stays), so a steady stream of requests allocates nothing here.
 std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
     routing::ConversationView view;
     view.tools = chat.tools_json;
-    scratch.clear();
-    scratch.reserve(chat.messages.size());
+    size_t used = 0;
     for (const ChatMessage& message : chat.messages) {
-        std::string& text = scratch.emplace_back();
+        if (used == scratch.size()) scratch.emplace_back();
+        std::string& text = scratch[used++];
+        text.clear();
         bool first = true;
         message.forEachText([&](std::string_view part) {
             if (!first) text += '\n';
@@ -40,7 +42,12 @@ std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::stri
         view.messages.push_back({message.role, text});
         if (!isSystemRole(message.role)) break;
     }
-    return routing::conversationHeadKey(view);
+    const std::uint64_t key = routing::conversationHeadKey(view);
+    // A long head's text is not kept past its request.
+    constexpr size_t kKeepBytes = 64 * 1024;
+    for (size_t i = 0; i < used; ++i)
+        if (scratch[i].capacity() > kKeepBytes) std::string().swap(scratch[i]);
+    return key;
 }
 
 Refused tokenizerUnavailable(std::string message) {

@@ -221,7 +221,7 @@ void BackendRegistry::republishLocked() {
     }
     auto table = std::make_shared<RoutingTable>(
         RoutingTable{routing::SlotChooser(std::move(slots), chooser_options_), std::move(load_index)});
-    std::atomic_store(&table_, std::shared_ptr<const RoutingTable>(std::move(table)));
+    table_.store(std::shared_ptr<const RoutingTable>(std::move(table)));
 }
 
 uint64_t BackendRegistry::noteFailoverLocked(uint64_t standbys) {

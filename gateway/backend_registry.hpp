@@ -6,6 +6,7 @@
 
 #include "conf/config.hpp"
 #include "gateway/acceptance/acceptance_record.hpp"
+#include "gateway/published.hpp"
 #include "routing/health_state.hpp"
 #include "routing/slot_chooser.hpp"
 
@@ -85,7 +86,7 @@ public:
     bool anyRoutable() const { return routable_mask_.load(std::memory_order_acquire) != 0; }
 
     // Null or empty when nothing is routable.
-    std::shared_ptr<const RoutingTable> routingTable() const { return std::atomic_load(&table_); }
+    std::shared_ptr<const RoutingTable> routingTable() const { return table_.load(); }
 
     // Where (backend b, rank i) sits in the per-rank counters the Router
     // keeps (router.hpp) and in RoutingTable::load_index.
@@ -151,7 +152,7 @@ private:
     std::optional<UnacceptedFailover> unaccepted_failover_;
     routing::SlotChooserOptions chooser_options_;
     std::vector<size_t> load_offset_;
-    std::shared_ptr<const RoutingTable> table_;  // read with std::atomic_load
+    Published<const RoutingTable> table_;
     // What table_ was built from: the routable backends, and the primaries
     // not probed yet (failover holds the standbys back for those).
     uint64_t table_mask_ = ~uint64_t{0};

@@ -20,14 +20,15 @@ KeyLeaseResult leaseKey(std::shared_ptr<auth::KeyLimiter> limiter, const std::op
     if (!key) return out;
     const uint64_t now_ms =
         uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
-    const auth::RateDecision decision = limiter->tryAcquire(key->name, now_ms);
+    auth::KeyLimiter::Key* limits = limiter->find(key->name);
+    const auth::RateDecision decision = limiter->tryAcquire(limits, now_ms);
     if (!decision.allowed) {
         out.refusal = ApiError::rateLimited("Rate limit reached for key '" + key->name +
                                             "': " + std::string(decision.reason) + ".");
         out.retry_after_seconds = decision.retry_after_seconds;
         return out;
     }
-    out.lease = auth::KeyLease(std::move(limiter), key->name);
+    out.lease = auth::KeyLease(std::move(limiter), limits);
     return out;
 }
 

@@ -91,7 +91,7 @@ awaitable<bool> ClientSession::startTls() {
 
 awaitable<void> ClientSession::run() {
     if (tls_ && !co_await startTls()) co_return;
-    std::optional<http::request_parser<RequestBody>> parser;
+    std::optional<ClientRequestParser> parser;
     while (!worker_.stopping()) {
         if (co_await readRequest(parser) != ReadResult::request) break;
         ClientRequest request = parser->release();
@@ -103,8 +103,7 @@ awaitable<void> ClientSession::run() {
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-awaitable<ClientSession::ReadResult> ClientSession::readRequest(
-    std::optional<http::request_parser<RequestBody>>& parser) {
+awaitable<ClientSession::ReadResult> ClientSession::readRequest(std::optional<ClientRequestParser>& parser) {
     const conf::LimitsConfig& limits = worker_.server().config().limits;
     idle_ = true;
 
@@ -168,9 +167,9 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
     }
     buffer_.consume(used);
 
-    auto& req = parser->get();
-    if (auto expect = req.find(http::field::expect); expect != req.end()) {
-        if (!beast::iequals(expect->value(), "100-continue")) {
+    if (parser->get().fields().has(http::field::expect)) {
+        const std::string_view expect = parser->get()[http::field::expect];
+        if (!beast::iequals(beast::string_view(expect), "100-continue")) {
             ApiError refusal = ApiError::expectationFailed("only Expect: 100-continue is supported.");
             co_return co_await refuseRequest(refusal);
         }
@@ -182,7 +181,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(
         }
     }
 
-    // The body grows as it arrives, with admission's padding (request_body.hpp).
+    // The body grows as it arrives, with admission's padding (client_request.hpp).
     while (!parser->is_done()) {
         // What arrived with the header (or with the last read) first.
         error_code rec = parseBuffered(*parser, buffer_);

@@ -58,7 +58,7 @@ private:
     // TLS listener: a ClientHello gets the handshake; plain HTTP gets a 400
     // saying so and the connection closes. False when the session must end.
     awaitable<bool> startTls();
-    awaitable<ReadResult> readRequest(std::optional<http::request_parser<RequestBody>>& parser);
+    awaitable<ReadResult> readRequest(std::optional<ClientRequestParser>& parser);
     // Refuses a request the gateway did not fully read: the connection closes after.
     awaitable<ReadResult> refuseRequest(const ApiError& error);
     // One request, start to end: the request path (request_path.hpp) inside

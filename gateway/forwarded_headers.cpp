@@ -1,11 +1,12 @@
 #include "gateway/forwarded_headers.hpp"
 
-#include "gateway/upstream_response_parser.hpp"
+#include "gateway/head_fields.hpp"
 
 #include <boost/beast/core/string.hpp>
 
+#include <boost/container/small_vector.hpp>
+
 #include <array>
-#include <vector>
 
 namespace dpgate::gateway {
 
@@ -39,37 +40,17 @@ bool isHopByHop(http::field name) {
 }
 
 bool iequalsAscii(std::string_view a, std::string_view b) {
-    return beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
+    // Lengths first, inline: most names differ there (the drop lists are
+    // checked against every field).
+    return a.size() == b.size() &&
+           beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
 }
 
-// The fields of a Beast message and of a backend's answer, as
-// forEachEndToEndField reads them: each(fn) calls fn(field id, name, value).
-struct BeastFields {
-    const http::fields& fields;
-    template <class Fn>
-    void each(Fn&& fn) const {
-        for (const auto& f : fields)
-            fn(f.name(), std::string_view(f.name_string().data(), f.name_string().size()),
-               std::string_view(f.value().data(), f.value().size()));
-    }
-};
-
-struct AnswerFields {
-    const UpstreamResponseParser& answer;
-    template <class Fn>
-    void each(Fn&& fn) const {
-        for (size_t i = 0; i < answer.fieldCount(); ++i) {
-            const UpstreamResponseParser::Field& f = answer.field(i);
-            fn(f.name, answer.nameOf(f), answer.valueOf(f));
-        }
-    }
-};
-
 // Calls `emit(name, value)` for every field of `from` that crosses the gateway.
-template <class Fields, class Emit>
-void forEachEndToEndField(const Fields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
+template <class Emit>
+void forEachEndToEndField(const HeadFields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
     // Field names listed in Connection are hop-by-hop for this message only.
-    std::vector<std::string_view> named;
+    boost::container::small_vector<std::string_view, 4> named;
     from.each([&](http::field id, std::string_view, std::string_view v) {
         if (id != http::field::connection) return;
         while (!v.empty()) {
@@ -98,21 +79,9 @@ void appendLine(std::string& head, std::string_view name, std::string_view value
 
 }  // namespace
 
-void copyEndToEndFields(const http::fields& from, http::fields& to, std::initializer_list<std::string_view> also_drop) {
-    forEachEndToEndField(BeastFields{from}, also_drop, [&](std::string_view name, std::string_view value) {
-        to.insert(beast::string_view(name.data(), name.size()), beast::string_view(value.data(), value.size()));
-    });
-}
-
-void appendEndToEndFields(const http::fields& from, std::string& head,
+void appendEndToEndFields(const HeadFields& from, std::string& head,
                           std::initializer_list<std::string_view> also_drop) {
-    forEachEndToEndField(BeastFields{from}, also_drop,
-                         [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
-}
-
-void appendEndToEndFields(const UpstreamResponseParser& from, std::string& head,
-                          std::initializer_list<std::string_view> also_drop) {
-    forEachEndToEndField(AnswerFields{from}, also_drop,
+    forEachEndToEndField(from, also_drop,
                          [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
 }
 

@@ -9,20 +9,14 @@
 
 namespace dpgate::gateway {
 
-class UpstreamResponseParser;
+class HeadFields;
 
 bool isHopByHop(std::string_view name);
 
-// Copies `from`'s fields into `to`, skipping hop-by-hop fields, the fields
-// `from`'s Connection header names, and any name in `also_drop`.
-void copyEndToEndFields(const http::fields& from, http::fields& to,
-                        std::initializer_list<std::string_view> also_drop = {});
-
-// The same selection, appended as "Name: value\r\n" lines to a serialized
-// head (the upstream request is written as raw buffers).
-void appendEndToEndFields(const http::fields& from, std::string& head,
-                          std::initializer_list<std::string_view> also_drop = {});
-void appendEndToEndFields(const UpstreamResponseParser& from, std::string& head,
+// Appends `from`'s fields as "Name: value\r\n" lines to a serialized head
+// (both directions write raw buffers), skipping hop-by-hop fields, the
+// fields `from`'s Connection header names, and any name in `also_drop`.
+void appendEndToEndFields(const HeadFields& from, std::string& head,
                           std::initializer_list<std::string_view> also_drop = {});
 
 }  // namespace dpgate::gateway

@@ -87,7 +87,7 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
     h.append(request.method_string()).append(" ").append(request.target()).append(" HTTP/1.1\r\n");
     h.append("Host: ").append(config.host).append(":").append(std::to_string(config.port)).append("\r\n");
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
-    appendEndToEndFields(request.base(), h,
+    appendEndToEndFields(request.fields(), h,
                          {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
                           "content-length", "expect"});
     std::string_view forwarded_for = request[beast::string_view("X-Forwarded-For")];

@@ -6,7 +6,7 @@
 #include "gateway/access_log.hpp"
 #include "gateway/auth/key_lease.hpp"
 #include "gateway/auth/key_store.hpp"
-#include "gateway/request_body.hpp"
+#include "gateway/client_request.hpp"
 
 #include <optional>
 
@@ -19,8 +19,6 @@ namespace dpgate::gateway {
 class ClientSession;
 class Server;
 class Worker;
-
-using ClientRequest = http::request<RequestBody>;
 
 struct RequestContext {
     ClientSession& session;

@@ -1,5 +1,7 @@
 #include "gateway/router.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 namespace dpgate::gateway {
 
 namespace {
@@ -66,8 +68,9 @@ RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key
     if (!plan.table || plan.table->chooser.size() == 0) return plan;
     const RoutingTable& t = *plan.table;
     const size_t n = t.chooser.size();
-    // Loads and costs are prompt tokens not expected in a slot's cache.
-    std::vector<double> loads(n), uncached(n), work(n);
+    // Loads and costs are prompt tokens not expected in a slot's cache. On
+    // the stack for up to two machines of 8 ranks (no allocation per request).
+    boost::container::small_vector<double, 16> loads(n), uncached(n), work(n);
     for (size_t i = 0; i < n; ++i) loads[i] = double(loads_[t.load_index[i]].load(std::memory_order_relaxed));
     const std::optional<size_t> last_slot = cache_estimate_.uncachedTokens(key, t.chooser, prompt_tokens, uncached);
     // New conversations avoid ranks that did more than their share of the

@@ -205,10 +205,10 @@ std::optional<std::string> Server::reload() {
     backends_.applyReload(next->model.window_tokens, next->routing);
     router_.applyReload(next->routing);
     records_.setDir(next->acceptance.dir);
-    std::atomic_store(&keys_, keys);
-    std::atomic_store(&access_log_, access_log);
-    std::atomic_store(&tls_, tls);
-    std::atomic_store(&key_limiter_, std::make_shared<auth::KeyLimiter>(next->auth));
+    keys_.store(keys);
+    access_log_.store(access_log);
+    tls_.store(tls);
+    key_limiter_.store(std::make_shared<auth::KeyLimiter>(next->auth));
     setLogLevel(parseLogLevel(next->log.level));
     const conf::Config* published = next.get();
     reloaded_.push_back(std::move(next));

@@ -13,6 +13,7 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/net.hpp"
+#include "gateway/published.hpp"
 #include "gateway/role_ledger.hpp"
 #include "gateway/router.hpp"
 
@@ -54,9 +55,9 @@ public:
     BackendRegistry& backends() { return backends_; }
     // Where requests go and what they cost there (router.hpp).
     Router& router() { return router_; }
-    std::shared_ptr<const auth::KeyStore> keys() const { return std::atomic_load(&keys_); }
+    std::shared_ptr<const auth::KeyStore> keys() const { return keys_.load(); }
     // A request releases on the limiter it acquired from, even across a reload.
-    std::shared_ptr<auth::KeyLimiter> keyLimiter() const { return std::atomic_load(&key_limiter_); }
+    std::shared_ptr<auth::KeyLimiter> keyLimiter() const { return key_limiter_.load(); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
     // dpgate's prompt counts against the backends' usage (count_check.hpp).
     CountCheck& countCheck() { return count_check_; }
@@ -68,10 +69,10 @@ public:
     // passing record matches what it reports now (and the window accepted).
     void refreshAcceptance();
     // Where access-log lines go; reopened on reload (log rotation).
-    std::shared_ptr<AccessLogSink> accessLog() const { return std::atomic_load(&access_log_); }
+    std::shared_ptr<AccessLogSink> accessLog() const { return access_log_.load(); }
     // The client listener's TLS context (null: plain HTTP); rebuilt on
     // reload, so a renewed certificate needs no restart.
-    std::shared_ptr<net::ssl::context> tlsContext() const { return std::atomic_load(&tls_); }
+    std::shared_ptr<net::ssl::context> tlsContext() const { return tls_.load(); }
     // Null when no tokenizer is configured: admission then admits only what
     // fits the window by the byte bound and answers 503 for the rest.
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return model_files_.tokenizer; }
@@ -90,11 +91,11 @@ private:
     std::atomic<const conf::Config*> current_;
     std::mutex reload_mutex_;
     ModelFiles model_files_;
-    std::shared_ptr<const auth::KeyStore> keys_;
-    std::shared_ptr<AccessLogSink> access_log_;
-    std::shared_ptr<net::ssl::context> tls_;
+    Published<const auth::KeyStore> keys_;
+    Published<AccessLogSink> access_log_;
+    Published<net::ssl::context> tls_;
     metrics::GatewayMetrics metrics_;
-    std::shared_ptr<auth::KeyLimiter> key_limiter_;
+    Published<auth::KeyLimiter> key_limiter_;
     BackendRegistry backends_;
     Router router_;
     CountCheck count_check_;

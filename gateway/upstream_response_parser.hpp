@@ -1,17 +1,13 @@
 // The parser of a backend's answer: Beast's HTTP/1.1 grammar, framing and
-// chunk decoding (basic_parser), with the fields kept as one string and a
-// small index instead of a beast::http::fields (an allocation and a
-// red-black tree insert per field; issue 18: the answer's head was ~4k
-// instructions of a ~50k-instruction request), and the body written into a
-// window the relay hands over piece by piece, as http::buffer_body does.
-//
-// One per answer, like any Beast parser. Lookups are linear: an answer has a
-// handful of fields.
+// chunk decoding (basic_parser), with the fields in a HeadFields
+// (head_fields.hpp; issue 18: the answer's head was ~4k instructions of a
+// ~50k-instruction request as a beast::http::fields), and the body written
+// into a window the relay hands over piece by piece, as http::buffer_body
+// does. One per answer, like any Beast parser.
 #pragma once
 
+#include "gateway/head_fields.hpp"
 #include "gateway/net.hpp"
-
-#include <boost/container/small_vector.hpp>
 
 #include <cstdint>
 #include <string>
@@ -21,11 +17,6 @@ namespace dpgate::gateway {
 
 class UpstreamResponseParser : public http::basic_parser<false> {
 public:
-    struct Field {
-        http::field name;  // field::unknown for a name Beast does not know
-        uint32_t name_at, name_bytes, value_at, value_bytes;
-    };
-
     // Where body bytes go: `data` advances and `size` shrinks as they are
     // written; parsing stops with http::error::need_buffer when size is 0
     // (or data is null), and the relay hands over the next window.
@@ -39,22 +30,19 @@ public:
     unsigned status() const { return status_; }
     Window& body() { return window_; }
 
-    // The first field of that name, or empty. A field named twice is seen
-    // whole only through field(i).
-    std::string_view operator[](http::field name) const;
-    std::string_view operator[](std::string_view name) const;
-    bool has(http::field name) const;
-
-    size_t fieldCount() const { return fields_.size(); }
-    const Field& field(size_t i) const { return fields_[i]; }
-    std::string_view nameOf(const Field& f) const { return {bytes_.data() + f.name_at, f.name_bytes}; }
-    std::string_view valueOf(const Field& f) const { return {bytes_.data() + f.value_at, f.value_bytes}; }
+    const HeadFields& fields() const { return fields_; }
+    // The first field of that name, or empty (HeadFields).
+    std::string_view operator[](http::field name) const { return fields_[name]; }
+    std::string_view operator[](std::string_view name) const { return fields_[name]; }
+    bool has(http::field name) const { return fields_.has(name); }
 
 private:
     void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
     void on_response_impl(int code, beast::string_view, int, error_code&) override { status_ = unsigned(code); }
     void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                       error_code& ec) override;
+                       error_code&) override {
+        fields_.add(name, name_string, value);
+    }
     void on_header_impl(error_code&) override {}
     void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
     std::size_t on_body_impl(beast::string_view body, error_code& ec) override { return write(body, ec); }
@@ -67,8 +55,7 @@ private:
     std::size_t write(beast::string_view body, error_code& ec);
 
     unsigned status_ = 0;
-    std::string bytes_;  // every field's name and value, back to back
-    boost::container::small_vector<Field, 12> fields_;
+    HeadFields fields_;
     Window window_;
 };
 

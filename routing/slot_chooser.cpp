@@ -1,5 +1,7 @@
 #include "routing/slot_chooser.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <algorithm>
 #include <cassert>
 
@@ -42,8 +44,7 @@ size_t SlotChooser::home(uint64_t key) const {
 }
 
 std::vector<size_t> SlotChooser::rendezvousOrder(uint64_t key) const {
-    std::vector<std::pair<uint64_t, size_t>> scored;
-    scored.reserve(slots_.size());
+    boost::container::small_vector<std::pair<uint64_t, size_t>, 16> scored;
     for (size_t i = 0; i < slots_.size(); ++i) scored.emplace_back(score(key, i), i);
     std::sort(scored.begin(), scored.end(), [this](const auto& a, const auto& b) {
         if (a.first != b.first) return a.first > b.first;

@@ -8,7 +8,6 @@
 #include "gateway/auth/key_limiter.hpp"
 
 #include <memory>
-#include <string>
 #include <utility>
 
 namespace dpgate::auth {
@@ -16,28 +15,28 @@ namespace dpgate::auth {
 class KeyLease {
 public:
     KeyLease() = default;
-    KeyLease(std::shared_ptr<KeyLimiter> limiter, std::string key_name)
-        : limiter_(std::move(limiter)), key_name_(std::move(key_name)) {}
+    // `key` belongs to `limiter` (KeyLimiter::find) and holds one slot.
+    KeyLease(std::shared_ptr<KeyLimiter> limiter, KeyLimiter::Key* key) : limiter_(std::move(limiter)), key_(key) {}
     KeyLease(KeyLease&& other) noexcept = default;
     KeyLease& operator=(KeyLease&& other) noexcept {
         if (this != &other) {
             release();
             limiter_ = std::move(other.limiter_);
-            key_name_ = std::move(other.key_name_);
+            key_ = other.key_;
         }
         return *this;
     }
     ~KeyLease() { release(); }
 
     void release() noexcept {
-        if (limiter_) limiter_->release(key_name_);
+        if (limiter_) limiter_->release(key_);
         limiter_.reset();
     }
 
 private:
     // The limiter the slot came from, even when a reload has replaced it since.
     std::shared_ptr<KeyLimiter> limiter_;
-    std::string key_name_;
+    KeyLimiter::Key* key_ = nullptr;
 };
 
 }  // namespace dpgate::auth

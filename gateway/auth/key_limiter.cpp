@@ -10,70 +10,78 @@ namespace {
 // bucket gains requests_per_min units per millisecond.
 constexpr uint64_t units_per_request = 60000;
 
+// One more in flight unless that would pass `max_concurrent` (0: no limit).
+bool takeSlot(std::atomic<uint32_t>& in_flight, uint32_t max_concurrent) {
+    uint32_t now = in_flight.load(std::memory_order_relaxed);
+    do {
+        if (max_concurrent > 0 && now >= max_concurrent) return false;
+    } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
+    return true;
+}
+
 }  // namespace
 
 KeyLimiter::KeyLimiter(const conf::AuthConfig& auth) {
     for (const conf::AuthKey& key : auth.keys) {
-        auto state = std::make_unique<State>();
+        auto state = std::make_unique<Key>();
         state->max_concurrent = key.max_concurrent;
         state->requests_per_min = key.requests_per_min;
-        states_.try_emplace(key.name, std::move(state));  // the loader refuses duplicate names
+        keys_.try_emplace(key.name, std::move(state));  // the loader refuses duplicate names
     }
 }
 
-KeyLimiter::State* KeyLimiter::find(std::string_view key_name) const {
-    const auto it = states_.find(key_name);
-    return it == states_.end() ? nullptr : it->second.get();
+KeyLimiter::Key* KeyLimiter::find(std::string_view key_name) const {
+    const auto it = keys_.find(key_name);
+    return it == keys_.end() ? nullptr : it->second.get();
 }
 
-RateDecision KeyLimiter::tryAcquire(std::string_view key_name, uint64_t now_ms) {
-    State* state = find(key_name);
-    if (!state) return {};
-    const std::lock_guard lock(state->mutex);
-
-    const uint64_t rate = state->requests_per_min;
-    if (rate > 0) {
-        const uint64_t capacity = rate * units_per_request;
-        if (!state->started) {
-            state->started = true;
-            state->bucket_units = capacity;
-            state->last_refill_ms = now_ms;
-        } else if (now_ms > state->last_refill_ms) {  // a clock that steps back refills nothing
-            const uint64_t elapsed_ms = now_ms - state->last_refill_ms;
-            // A minute refills everything; capping first also keeps the product small.
-            state->bucket_units = elapsed_ms >= units_per_request
-                                      ? capacity
-                                      : std::min(capacity, state->bucket_units + elapsed_ms * rate);
-            state->last_refill_ms = now_ms;
-        }
+RateDecision KeyLimiter::tryAcquire(Key* key, uint64_t now_ms) {
+    if (!key) return {};
+    const uint64_t rate = key->requests_per_min;
+    if (rate == 0) {
+        if (!takeSlot(key->in_flight, key->max_concurrent)) return {false, 1, "max_concurrent"};
+        return {};
     }
 
-    if (state->max_concurrent > 0 && state->in_flight >= state->max_concurrent) return {false, 1, "max_concurrent"};
-
-    if (rate > 0) {
-        if (state->bucket_units < units_per_request) {
-            const uint64_t wait_ms = (units_per_request - state->bucket_units + rate - 1) / rate;
-            const uint64_t wait_s = std::max<uint64_t>(1, (wait_ms + 999) / 1000);
-            return {false, static_cast<uint32_t>(wait_s), "requests_per_min"};
-        }
-        state->bucket_units -= units_per_request;
+    const std::lock_guard lock(key->mutex);
+    const uint64_t capacity = rate * units_per_request;
+    if (!key->started) {
+        key->started = true;
+        key->bucket_units = capacity;
+        key->last_refill_ms = now_ms;
+    } else if (now_ms > key->last_refill_ms) {  // a clock that steps back refills nothing
+        const uint64_t elapsed_ms = now_ms - key->last_refill_ms;
+        // A minute refills everything; capping first also keeps the product small.
+        key->bucket_units =
+            elapsed_ms >= units_per_request ? capacity : std::min(capacity, key->bucket_units + elapsed_ms * rate);
+        key->last_refill_ms = now_ms;
     }
-    ++state->in_flight;
+    // Concurrency first: a request refused for it must not use up the minute.
+    // Only acquirers that hold the mutex raise the count, so the slot taken
+    // here stays free until the charge below decides.
+    if (key->max_concurrent > 0 && key->in_flight.load(std::memory_order_acquire) >= key->max_concurrent)
+        return {false, 1, "max_concurrent"};
+    if (key->bucket_units < units_per_request) {
+        const uint64_t wait_ms = (units_per_request - key->bucket_units + rate - 1) / rate;
+        const uint64_t wait_s = std::max<uint64_t>(1, (wait_ms + 999) / 1000);
+        return {false, static_cast<uint32_t>(wait_s), "requests_per_min"};
+    }
+    key->bucket_units -= units_per_request;
+    key->in_flight.fetch_add(1, std::memory_order_acq_rel);
     return {};
 }
 
-void KeyLimiter::release(std::string_view key_name) {
-    State* state = find(key_name);
-    if (!state) return;
-    const std::lock_guard lock(state->mutex);
-    if (state->in_flight > 0) --state->in_flight;
+void KeyLimiter::release(Key* key) {
+    if (!key) return;
+    uint32_t now = key->in_flight.load(std::memory_order_relaxed);
+    while (now > 0 &&
+           !key->in_flight.compare_exchange_weak(now, now - 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
+    }
 }
 
 uint32_t KeyLimiter::inFlight(std::string_view key_name) const {
-    State* state = find(key_name);
-    if (!state) return 0;
-    const std::lock_guard lock(state->mutex);
-    return state->in_flight;
+    const Key* key = find(key_name);
+    return key ? key->in_flight.load(std::memory_order_acquire) : 0;
 }
 
 }  // namespace dpgate::auth

@@ -76,8 +76,8 @@ inline ParsedAnswer parseAsTheRelay(std::string_view wire, size_t feed, size_t w
         fed += n;
     }
     out.status = parser.status();
-    for (size_t i = 0; i < parser.fieldCount(); ++i)
-        out.fields.emplace_back(parser.nameOf(parser.field(i)), parser.valueOf(parser.field(i)));
+    parser.fields().each(
+        [&](http::field, std::string_view name, std::string_view value) { out.fields.emplace_back(name, value); });
     out.keep_alive = parser.keep_alive();
     return out;
 }

@@ -75,5 +75,5 @@ TEST(UpstreamResponseParser, LooksUpFieldsByIdAndByName) {
     EXPECT_EQ(parser["X-CUSTOM"], "one");  // the first of a repeated name
     EXPECT_EQ(parser["x-missing"], "");
     EXPECT_FALSE(parser.has(http::field::set_cookie));
-    EXPECT_EQ(parser.fieldCount(), 5u);
+    EXPECT_EQ(parser.fields().size(), 5u);
 }

@@ -1,0 +1,115 @@
+// A value every request reads and a reload (or a health change) replaces now
+// and then: the key store, the key limiter, the routing table.
+//
+// Why not std::atomic_load of a shared_ptr: libstdc++ implements it with a
+// mutex from a small global pool, and every copy bumps the one reference
+// count all worker threads share, so two workers bounce its cache line on
+// every request (docs/BENCHMARKS.md, issue 18).
+//
+// Here each thread keeps its own reference to the value it last saw, and
+// load() answers from it while nothing new was stored: one atomic load of
+// the generation, no lock. What load() returns shares ownership with that
+// per-thread reference (aliasing constructor), so its copies only touch a
+// count the thread owns. A store takes a mutex, swaps the value and gives it
+// a generation no store in the process ever had, so a thread's entry can
+// never match another Published that reuses a destroyed one's address.
+//
+// A thread holds the value it last loaded until it loads again or exits
+// (kThreadEntries entries per thread, the oldest replaced first): a replaced
+// value may live on a little while in an idle thread, never longer.
+#pragma once
+
+#include <array>
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <utility>
+
+namespace dpgate::gateway {
+
+namespace published_detail {
+
+// Process-wide and only increasing: every store's generation is unique.
+uint64_t nextGeneration();
+
+struct ThreadEntry {
+    const void* owner = nullptr;
+    uint64_t generation = 0;
+    std::shared_ptr<void> holder;  // this thread's reference to the owner's value
+    void* value = nullptr;
+};
+
+inline constexpr size_t kThreadEntries = 8;
+
+struct ThreadEntries {
+    std::array<ThreadEntry, kThreadEntries> entries;
+    size_t next = 0;  // the entry replaced next when none matches the owner
+};
+
+ThreadEntries& threadEntries();
+
+}  // namespace published_detail
+
+template <class T>
+class Published {
+public:
+    explicit Published(std::shared_ptr<T> value = nullptr)
+        : value_(std::move(value)), generation_(published_detail::nextGeneration()) {}
+    Published(const Published&) = delete;
+    Published& operator=(const Published&) = delete;
+
+    // Readers see `value` from their next load() on.
+    void store(std::shared_ptr<T> value) {
+        std::shared_ptr<T> old;
+        {
+            const std::lock_guard lock(mutex_);
+            old = std::exchange(value_, std::move(value));
+            generation_.store(published_detail::nextGeneration(), std::memory_order_release);
+        }
+    }
+
+    // The value in force (null if null was stored).
+    std::shared_ptr<T> load() const {
+        published_detail::ThreadEntries& mine = published_detail::threadEntries();
+        const uint64_t generation = generation_.load(std::memory_order_acquire);
+        for (published_detail::ThreadEntry& entry : mine.entries)
+            if (entry.owner == this && entry.generation == generation)
+                return std::shared_ptr<T>(entry.holder, static_cast<T*>(entry.value));
+        return refresh(mine);
+    }
+
+private:
+    std::shared_ptr<T> refresh(published_detail::ThreadEntries& mine) const {
+        std::shared_ptr<T> value;
+        uint64_t generation = 0;
+        {
+            const std::lock_guard lock(mutex_);
+            value = value_;
+            generation = generation_.load(std::memory_order_relaxed);
+        }
+        published_detail::ThreadEntry* slot = nullptr;
+        for (published_detail::ThreadEntry& entry : mine.entries)
+            if (entry.owner == this) slot = &entry;
+        if (slot == nullptr) {
+            slot = &mine.entries[mine.next];
+            mine.next = (mine.next + 1) % mine.entries.size();
+        }
+        T* raw = value.get();
+        // The holder owns a copy of the shared reference: the thread's own
+        // control block in front of the value's.
+        auto holder = std::make_shared<std::shared_ptr<T>>(std::move(value));
+        slot->owner = this;
+        slot->generation = generation;
+        slot->value = const_cast<void*>(static_cast<const void*>(raw));
+        slot->holder = std::move(holder);
+        return std::shared_ptr<T>(slot->holder, raw);
+    }
+
+    mutable std::mutex mutex_;
+    std::shared_ptr<T> value_;
+    std::atomic<uint64_t> generation_;
+};
+
+}  // namespace dpgate::gateway
