@@ -21,6 +21,8 @@
 
 namespace dpgate::gateway {
 
+using namespace std::string_view_literals;
+
 // Shared with the watch coroutine, which may outlive the Relay.
 struct Relay::ClientWatch {
     bool active = true;
@@ -78,28 +80,28 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
     const std::string& body = request.body();
     splice_.clear();
     if (admitted_.inserted_max_tokens) splice_.append(admitted_.splice_text);
-    if (stream_usage_added_) splice_.append(R"("stream_options":{"include_usage":true},)");
+    if (stream_usage_added_) splice_.append(R"("stream_options":{"include_usage":true},)"sv);
     const size_t body_bytes = body.size() + splice_.size();
 
     std::string& h = upstream_head_;
     h.clear();
     h.reserve(512 + request.target().size());
-    h.append(request.method_string()).append(" ").append(request.target()).append(" HTTP/1.1\r\n");
-    h.append("Host: ").append(config.host).append(":").append(std::to_string(config.port)).append("\r\n");
+    h.append(request.method_string()).append(" "sv).append(request.target()).append(" HTTP/1.1\r\n"sv);
+    h.append("Host: "sv).append(config.host).append(":"sv).append(std::to_string(config.port)).append("\r\n"sv);
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
     appendEndToEndFields(request.fields(), h,
                          {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
                           "content-length", "expect"});
     std::string_view forwarded_for = request[beast::string_view("X-Forwarded-For")];
-    h.append("X-Forwarded-For: ");
-    if (!forwarded_for.empty()) h.append(forwarded_for).append(", ");
-    h.append(c_.session.peerAddress()).append("\r\n");
-    h.append("X-Request-ID: ").append(c_.record.request_id).append("\r\n");
-    h.append("X-data-parallel-rank: ").append(std::to_string(rank)).append("\r\n");
+    h.append("X-Forwarded-For: "sv);
+    if (!forwarded_for.empty()) h.append(forwarded_for).append(", "sv);
+    h.append(c_.session.peerAddress()).append("\r\n"sv);
+    h.append("X-Request-ID: "sv).append(c_.record.request_id).append("\r\n"sv);
+    h.append("X-data-parallel-rank: "sv).append(std::to_string(rank)).append("\r\n"sv);
     if (!config.credential_env.empty())
         if (const char* token = std::getenv(config.credential_env.c_str()))
-            h.append("Authorization: Bearer ").append(token).append("\r\n");
-    h.append("Content-Length: ").append(std::to_string(body_bytes)).append("\r\n\r\n");
+            h.append("Authorization: Bearer "sv).append(token).append("\r\n"sv);
+    h.append("Content-Length: "sv).append(std::to_string(body_bytes)).append("\r\n\r\n"sv);
 
     if (!splice_.empty()) {
         upstream_buffers_ = {net::buffer(h), net::buffer(body.data(), admitted_.splice_offset), net::buffer(splice_),
