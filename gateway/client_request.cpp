@@ -38,8 +38,7 @@ std::size_t ClientRequestParser::append(beast::string_view bytes, error_code& ec
     if (declared_ > kFirstReserveBytes && size + extra >= kFirstReserveBytes / 2 &&
         body.capacity() < declared_ + kPaddingBytes)
         body.reserve(std::max<std::size_t>(std::size_t(declared_) + kPaddingBytes, needed));
-    else if (body.capacity() < needed)
-        body.reserve(std::max(needed, 2 * body.capacity()));
+    else if (body.capacity() < needed) body.reserve(std::max(needed, 2 * body.capacity()));
     body.append(bytes.data(), extra);
     ec = {};
     return extra;

@@ -58,9 +58,9 @@ TEST(ClientRequest, KeepAliveFollowsTheVersionAndConnection) {
 }
 
 TEST(ClientRequest, MalformedHeadsAreErrors) {
-    for (const char* bad : {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n",
-                            "POST / HTTP/1.1\r\nBad Name: x\r\n\r\n", "P@ST / HTTP/1.1\r\n\r\n",
-                            "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
+    for (const char* bad :
+         {"POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 1x\r\n\r\n", "POST / HTTP/1.1\r\nBad Name: x\r\n\r\n",
+          "P@ST / HTTP/1.1\r\n\r\n", "POST / HTTP/1.1\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\n"}) {
         error_code ec;
         ClientRequestParser parser;
         parse(parser, bad, ec);

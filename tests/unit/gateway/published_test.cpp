@@ -48,7 +48,8 @@ TEST(Published, ManyOwnersOnOneThreadEachKeepTheirOwnValue) {
     // More owners than a thread has entries: they evict each other and
     // still answer right.
     std::vector<std::unique_ptr<Published<const int>>> owners;
-    for (int i = 0; i < 20; ++i) owners.push_back(std::make_unique<Published<const int>>(std::make_shared<const int>(i)));
+    for (int i = 0; i < 20; ++i)
+        owners.push_back(std::make_unique<Published<const int>>(std::make_shared<const int>(i)));
     for (int round = 0; round < 3; ++round)
         for (int i = 0; i < 20; ++i) EXPECT_EQ(*owners[size_t(i)]->load(), i);
 }
