@@ -28,6 +28,9 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
     routing::ConversationView view;
     view.tools = chat.tools_json;
+    // Room for every message first: the views taken below must not move
+    // with a reallocation (a short text lives inside its std::string).
+    scratch.reserve(chat.messages.size());
     size_t used = 0;
     for (const ChatMessage& message : chat.messages) {
         if (used == scratch.size()) scratch.emplace_back();

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 
 #include "admission/admit.hpp"
+#include "routing/affinity_key.hpp"
 #include "test_support.hpp"
 
 namespace dpgate::admission {
@@ -100,6 +101,34 @@ TEST_F(AdmitTest, AffinityMaterial) {
     EXPECT_TRUE(a.include_usage);
     EXPECT_EQ(a.head_hash, admitted(two).head_hash);
     EXPECT_NE(a.head_hash, admitted(other).head_hash);
+}
+
+// The head key is routing's, over the leading system messages and the first
+// other one, whatever the earlier requests on this admitter left in its
+// scratch: fewer messages, more, short texts (kept inside their strings) and
+// a head too long to keep.
+TEST_F(AdmitTest, HeadKeyIsRoutingsKeyOfTheHeadAcrossRequests) {
+    auto body = [](const std::vector<std::string>& systems, const std::string& user) {
+        nlohmann::json messages = nlohmann::json::array();
+        for (const std::string& text : systems) messages.push_back({{"role", "system"}, {"content", text}});
+        messages.push_back({{"role", "user"}, {"content", user}});
+        messages.push_back({{"role", "assistant"}, {"content", "later turns are not in the head"}});
+        return nlohmann::json{{"model", "ds-v4.1-flash-1017"}, {"messages", messages}}.dump();
+    };
+    auto expected = [](const std::vector<std::string>& systems, const std::string& user) {
+        routing::ConversationView view;
+        for (const std::string& text : systems) view.messages.push_back({"system", text});
+        view.messages.push_back({"user", user});
+        return routing::conversationHeadKey(view);
+    };
+    const std::vector<std::vector<std::string>> heads = {{"a"},
+                                                         {"s1", "s2", "s3", "s4", "s5", "s6", "s7", "s8", "s9"},
+                                                         {},
+                                                         {std::string(100 * 1024, 'x'), "b"},
+                                                         {"c", "d"}};
+    for (int pass = 0; pass < 2; ++pass)
+        for (const auto& systems : heads)
+            EXPECT_EQ(admitted(body(systems, "u")).head_hash, expected(systems, "u")) << systems.size();
 }
 
 // Window boundary with the real count: exactly the window admits, one more refuses.
