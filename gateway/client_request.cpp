@@ -8,6 +8,7 @@ namespace dpgate::gateway {
 
 ClientRequest ClientRequestParser::release() {
     request_.keep_alive_ = keep_alive();
+    request_.fields_ = std::move(fields_);
     return std::move(request_);
 }
 
@@ -26,7 +27,7 @@ void ClientRequestParser::on_body_init_impl(const boost::optional<std::uint64_t>
         request_.body_.reserve(std::size_t(std::min<std::uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
 }
 
-std::size_t ClientRequestParser::append(beast::string_view bytes, error_code& ec) {
+std::size_t ClientRequestParser::onBody(beast::string_view bytes, error_code& ec) {
     std::string& body = request_.body_;
     const std::size_t extra = bytes.size();
     const std::size_t size = body.size();

@@ -1,6 +1,6 @@
 // A client's request as the gateway keeps it, and the parser that reads it:
-// Beast's HTTP/1.1 grammar, framing and chunk decoding (basic_parser), with
-// the fields in a HeadFields (head_fields.hpp) instead of a
+// Beast's HTTP/1.1 grammar, framing and chunk decoding, with the fields in a
+// HeadFields (HeadFieldsParser, head_fields.hpp) instead of a
 // beast::http::fields, and the body in one std::string that grows as it
 // arrives.
 //
@@ -52,13 +52,14 @@ private:
     std::string body_;
 };
 
-class ClientRequestParser : public http::basic_parser<true> {
+class ClientRequestParser : public HeadFieldsParser<true> {
 public:
     static constexpr std::size_t kFirstReserveBytes = 1 << 20;
     static constexpr std::size_t kPaddingBytes = admission::kScanPaddingBytes;
 
     ClientRequestParser() = default;
 
+    // The request so far: its start line and body (the fields are fields()).
     const ClientRequest& get() const { return request_; }
     // The request, once is_done(); the parser is spent.
     ClientRequest release();
@@ -66,21 +67,8 @@ public:
 private:
     void on_request_impl(http::verb method, beast::string_view method_string, beast::string_view target, int version,
                          error_code& ec) override;
-    void on_response_impl(int, beast::string_view, int, error_code&) override {}
-    void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                       error_code&) override {
-        request_.fields_.add(name, name_string, value);
-    }
-    void on_header_impl(error_code&) override {}
     void on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code& ec) override;
-    std::size_t on_body_impl(beast::string_view body, error_code& ec) override { return append(body, ec); }
-    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
-    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code& ec) override {
-        return append(body, ec);
-    }
-    void on_finish_impl(error_code&) override {}
-
-    std::size_t append(beast::string_view bytes, error_code& ec);
+    std::size_t onBody(beast::string_view bytes, error_code& ec) override;
 
     ClientRequest request_;
     std::uint64_t declared_ = 0;  // Content-Length, 0 when chunked or absent

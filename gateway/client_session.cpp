@@ -167,8 +167,8 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(std::optional<Cl
     }
     buffer_.consume(used);
 
-    if (parser->get().fields().has(http::field::expect)) {
-        const std::string_view expect = parser->get()[http::field::expect];
+    if (parser->fields().has(http::field::expect)) {
+        const std::string_view expect = parser->fields()[http::field::expect];
         if (!beast::iequals(beast::string_view(expect), "100-continue")) {
             ApiError refusal = ApiError::expectationFailed("only Expect: 100-continue is supported.");
             co_return co_await refuseRequest(refusal);

@@ -37,8 +37,9 @@ uint64_t nextGeneration();
 struct ThreadEntry {
     const void* owner = nullptr;
     uint64_t generation = 0;
-    std::shared_ptr<void> holder;  // this thread's reference to the owner's value
-    void* value = nullptr;
+    // This thread's reference to the owner's value: a std::shared_ptr<T>
+    // held by a control block of the thread's own.
+    std::shared_ptr<void> holder;
 };
 
 inline constexpr size_t kThreadEntries = 8;
@@ -74,14 +75,22 @@ public:
     std::shared_ptr<T> load() const {
         published_detail::ThreadEntries& mine = published_detail::threadEntries();
         const uint64_t generation = generation_.load(std::memory_order_acquire);
+        published_detail::ThreadEntry* slot = nullptr;
         for (published_detail::ThreadEntry& entry : mine.entries)
-            if (entry.owner == this && entry.generation == generation)
-                return std::shared_ptr<T>(entry.holder, static_cast<T*>(entry.value));
-        return refresh(mine);
+            if (entry.owner == this) slot = &entry;
+        if (slot == nullptr) {
+            slot = &mine.entries[mine.next];
+            mine.next = (mine.next + 1) % mine.entries.size();
+            slot->owner = this;
+            slot->generation = 0;  // no store has generation 0
+        }
+        if (slot->generation != generation) refresh(*slot);
+        return std::shared_ptr<T>(slot->holder, static_cast<std::shared_ptr<T>*>(slot->holder.get())->get());
     }
 
 private:
-    std::shared_ptr<T> refresh(published_detail::ThreadEntries& mine) const {
+    // The value in force and its generation, read together, into `slot`.
+    void refresh(published_detail::ThreadEntry& slot) const {
         std::shared_ptr<T> value;
         uint64_t generation = 0;
         {
@@ -89,22 +98,8 @@ private:
             value = value_;
             generation = generation_.load(std::memory_order_relaxed);
         }
-        published_detail::ThreadEntry* slot = nullptr;
-        for (published_detail::ThreadEntry& entry : mine.entries)
-            if (entry.owner == this) slot = &entry;
-        if (slot == nullptr) {
-            slot = &mine.entries[mine.next];
-            mine.next = (mine.next + 1) % mine.entries.size();
-        }
-        T* raw = value.get();
-        // The holder owns a copy of the shared reference: the thread's own
-        // control block in front of the value's.
-        auto holder = std::make_shared<std::shared_ptr<T>>(std::move(value));
-        slot->owner = this;
-        slot->generation = generation;
-        slot->value = const_cast<void*>(static_cast<const void*>(raw));
-        slot->holder = std::move(holder);
-        return std::shared_ptr<T>(slot->holder, raw);
+        slot.holder = std::make_shared<std::shared_ptr<T>>(std::move(value));
+        slot.generation = generation;  // after the holder: a failed allocation leaves the slot stale, not wrong
     }
 
     mutable std::mutex mutex_;

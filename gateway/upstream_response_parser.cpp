@@ -5,7 +5,7 @@
 
 namespace dpgate::gateway {
 
-std::size_t UpstreamResponseParser::write(beast::string_view body, error_code& ec) {
+std::size_t UpstreamResponseParser::onBody(beast::string_view body, error_code& ec) {
     if (window_.data == nullptr) {
         ec = http::error::need_buffer;
         return 0;

@@ -1,6 +1,6 @@
 // The parser of a backend's answer: Beast's HTTP/1.1 grammar, framing and
-// chunk decoding (basic_parser), with the fields in a HeadFields
-// (head_fields.hpp; issue 18: the answer's head was ~4k instructions of a
+// chunk decoding, with the fields in a HeadFields (HeadFieldsParser,
+// head_fields.hpp; issue 18: the answer's head was ~4k instructions of a
 // ~50k-instruction request as a beast::http::fields), and the body written
 // into a window the relay hands over piece by piece, as http::buffer_body
 // does. One per answer, like any Beast parser.
@@ -15,7 +15,7 @@
 
 namespace dpgate::gateway {
 
-class UpstreamResponseParser : public http::basic_parser<false> {
+class UpstreamResponseParser : public HeadFieldsParser<false> {
 public:
     // Where body bytes go: `data` advances and `size` shrinks as they are
     // written; parsing stops with http::error::need_buffer when size is 0
@@ -30,32 +30,16 @@ public:
     unsigned status() const { return status_; }
     Window& body() { return window_; }
 
-    const HeadFields& fields() const { return fields_; }
     // The first field of that name, or empty (HeadFields).
     std::string_view operator[](http::field name) const { return fields_[name]; }
     std::string_view operator[](std::string_view name) const { return fields_[name]; }
     bool has(http::field name) const { return fields_.has(name); }
 
 private:
-    void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
     void on_response_impl(int code, beast::string_view, int, error_code&) override { status_ = unsigned(code); }
-    void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                       error_code&) override {
-        fields_.add(name, name_string, value);
-    }
-    void on_header_impl(error_code&) override {}
-    void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
-    std::size_t on_body_impl(beast::string_view body, error_code& ec) override { return write(body, ec); }
-    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
-    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code& ec) override {
-        return write(body, ec);
-    }
-    void on_finish_impl(error_code&) override {}
-
-    std::size_t write(beast::string_view body, error_code& ec);
+    std::size_t onBody(beast::string_view body, error_code& ec) override;
 
     unsigned status_ = 0;
-    HeadFields fields_;
     Window window_;
 };
 
