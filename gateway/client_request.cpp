@@ -1,48 +1,400 @@
 #include "gateway/client_request.hpp"
 
+#include <boost/beast/core/string.hpp>
+
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <utility>
 
 namespace dpgate::gateway {
+namespace {
 
-ClientRequest ClientRequestParser::release() {
-    request_.keep_alive_ = keep_alive();
-    request_.fields_ = std::move(fields_);
-    return std::move(request_);
+// What a byte may be, by where it stands (RFC 9110/9112, as Beast reads them).
+enum CharClass : uint8_t {
+    kToken = 1,   // tchar: a method, a field name, a chunk extension
+    kTarget = 2,  // a request-target byte: visible ASCII and obs-text
+    kValue = 4,   // a field-value byte: the above, SP and HTAB
+};
+
+constexpr std::array<uint8_t, 256> kClasses = [] {
+    std::array<uint8_t, 256> classes{};
+    for (int c = 0x21; c <= 0xff; ++c)
+        if (c != 0x7f) classes[size_t(c)] = kTarget | kValue;
+    classes[' '] = kValue;
+    classes['\t'] = kValue;
+    for (int c = '0'; c <= '9'; ++c) classes[size_t(c)] |= kToken;
+    for (int c = 'a'; c <= 'z'; ++c) classes[size_t(c)] |= kToken;
+    for (int c = 'A'; c <= 'Z'; ++c) classes[size_t(c)] |= kToken;
+    for (char c : std::string_view("!#$%&'*+-.^_`|~")) classes[static_cast<unsigned char>(c)] |= kToken;
+    return classes;
+}();
+
+bool is(char c, CharClass kind) { return (kClasses[static_cast<unsigned char>(c)] & kind) != 0; }
+
+bool isBlank(char c) { return c == ' ' || c == '\t'; }
+
+std::string_view trim(std::string_view s) {
+    while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
+    while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
+    return s;
 }
 
-void ClientRequestParser::on_request_impl(http::verb method, beast::string_view method_string,
-                                          beast::string_view target, int version, error_code&) {
-    request_.method_ = method;
-    request_.method_string_.assign(method_string.data(), method_string.size());
-    request_.target_.assign(target.data(), target.size());
-    request_.version_ = unsigned(version);
+bool iequals(std::string_view a, std::string_view b) {
+    return a.size() == b.size() && beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b));
 }
 
-void ClientRequestParser::on_body_init_impl(const boost::optional<std::uint64_t>& length, error_code& ec) {
-    ec = {};
-    declared_ = length.value_or(0);
-    if (declared_ > 0)
-        request_.body_.reserve(std::size_t(std::min<std::uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
+// Where the head ends in `bytes` (just past its blank line), or 0 when it
+// has not ended yet. Sets `bare_lf` on a LF without its CR before the end,
+// so a client cannot park a head that will never be judged.
+size_t findHeadEnd(std::string_view bytes, bool& bare_lf) {
+    const char* const begin = bytes.data();
+    for (size_t from = 0; from < bytes.size();) {
+        const void* lf = std::memchr(begin + from, '\n', bytes.size() - from);
+        if (lf == nullptr) return 0;
+        const size_t i = size_t(static_cast<const char*>(lf) - begin);
+        if (i == 0 || begin[i - 1] != '\r') {
+            bare_lf = true;  // RFC 9112 lets a server refuse it, and smugglers rely on it
+            return 0;
+        }
+        if (i >= 3 && begin[i - 2] == '\n' && begin[i - 3] == '\r') return i + 1;
+        from = i + 1;
+    }
+    return 0;
 }
 
-std::size_t ClientRequestParser::onBody(beast::string_view bytes, error_code& ec) {
-    std::string& body = request_.body_;
-    const std::size_t extra = bytes.size();
-    const std::size_t size = body.size();
-    if (extra > body.max_size() - size - kPaddingBytes) {
-        ec = http::error::buffer_overflow;
+// A Connection value: a comma-separated list of tokens, empty elements
+// allowed (Beast's opt_token_list). Calls on_token for each; false when the
+// list is malformed.
+template <class OnToken>
+bool forEachToken(std::string_view value, OnToken&& on_token) {
+    size_t i = 0;
+    bool need_comma = false;
+    while (true) {
+        while (i < value.size() && isBlank(value[i])) ++i;
+        if (i == value.size()) return true;
+        if (value[i] == ',') {
+            need_comma = false;
+            ++i;
+            continue;
+        }
+        if (need_comma || !is(value[i], kToken)) return false;
+        const size_t start = i;
+        while (i < value.size() && is(value[i], kToken)) ++i;
+        on_token(value.substr(start, i - start));
+        need_comma = true;
+    }
+}
+
+// The value of one Content-Length field: one or more equal decimal lengths
+// separated by commas (RFC 9112 6.3 lets a recipient take "5, 5" as 5).
+// Returns the error, or null with `length` set.
+const char* readContentLength(std::string_view value, uint64_t& length) {
+    if (value.empty()) return "empty Content-Length.";
+    bool first = true;
+    while (true) {
+        const size_t comma = value.find(',');
+        const std::string_view item = trim(value.substr(0, comma));
+        // 19 digits always fit in 64 bits; no real body needs a 20th.
+        if (item.empty() || item.size() > 19) return "invalid Content-Length.";
+        uint64_t v = 0;
+        for (char c : item) {
+            if (c < '0' || c > '9') return "invalid Content-Length.";
+            v = v * 10 + uint64_t(c - '0');
+        }
+        if (!first && v != length) return "conflicting Content-Length values.";
+        length = v;
+        first = false;
+        if (comma == std::string_view::npos) return nullptr;
+        value.remove_prefix(comma + 1);
+    }
+}
+
+// Why a Transfer-Encoding value other than a lone "chunked" is refused.
+const char* transferEncodingError(std::string_view value) {
+    std::string_view last;
+    size_t codings = 0;
+    for (size_t from = 0; from <= value.size();) {
+        const size_t comma = std::min(value.find(',', from), value.size());
+        if (std::string_view item = trim(value.substr(from, comma - from)); !item.empty()) {
+            last = item;
+            ++codings;
+        }
+        from = comma + 1;
+    }
+    if (codings == 0 || !iequals(last, "chunked")) return "Transfer-Encoding must end in chunked.";
+    return "only the chunked transfer coding is accepted.";
+}
+
+// One field line at `p` (a name, a colon, the value, CRLF; the caller has
+// checked it does not begin with CR or whitespace). Sets name and value
+// (trimmed) and moves p past the CRLF; returns the error, or null.
+const char* readField(const char*& p, std::string_view& name, std::string_view& value) {
+    const char* const name_start = p;
+    while (is(*p, kToken)) ++p;
+    if (*p != ':' || p == name_start)
+        return p != name_start && isBlank(*p)
+                   ? "malformed header field name (whitespace before the colon is not accepted)."
+                   : "malformed header field.";
+    name = {name_start, size_t(p - name_start)};
+    ++p;
+    while (isBlank(*p)) ++p;
+    const char* const value_start = p;
+    while (is(*p, kValue)) ++p;
+    if (p[0] != '\r' || p[1] != '\n') return "malformed header field value.";
+    const char* value_end = p;
+    while (value_end != value_start && isBlank(value_end[-1])) --value_end;
+    value = {value_start, size_t(value_end - value_start)};
+    p += 2;
+    return nullptr;
+}
+
+}  // namespace
+
+size_t ClientRequestParser::fail(unsigned status, std::string message, bool malformed) {
+    state_ = State::failed;
+    refusal_ = {status, std::move(message), malformed};
+    return 0;
+}
+
+size_t ClientRequestParser::put(std::string_view bytes) {
+    size_t used = 0;
+    while (true) {
+        const std::string_view rest = bytes.substr(used);
+        size_t n = 0;
+        switch (state_) {
+            case State::head: n = putHead(rest); break;
+            case State::body:
+            case State::chunk_data:
+                n = size_t(std::min<uint64_t>(remaining_, rest.size()));
+                appendBody(rest.substr(0, n));
+                remaining_ -= n;
+                if (remaining_ == 0) state_ = state_ == State::body ? State::done : State::chunk_end;
+                break;
+            case State::chunk_end:
+                if (rest.size() >= 2 || (!rest.empty() && rest[0] != '\r')) {
+                    if (rest[0] != '\r' || rest[1] != '\n')
+                        return used + fail(400, "malformed chunked body: a chunk's data does not end in CRLF.", true);
+                    n = 2;
+                    state_ = State::chunk_size;
+                }
+                break;
+            case State::chunk_size: n = putChunkSize(rest); break;
+            case State::trailer: n = putTrailer(rest); break;
+            case State::done:
+            case State::failed: return used;
+        }
+        // A body of length 0 at the end of the bytes still completes below.
+        if (n == 0 && state_ != State::done) return used;
+        used += n;
+        if (state_ == State::done) return used;
+    }
+}
+
+size_t ClientRequestParser::putHead(std::string_view bytes) {
+    bool bare_lf = false;
+    const size_t end = findHeadEnd(bytes, bare_lf);
+    if (bare_lf) return fail(400, "malformed request header: bare LF line ending.", true);
+    if (end == 0 ? bytes.size() > limits_.max_header_bytes : end > limits_.max_header_bytes)
+        return fail(431, "request header exceeds " + std::to_string(limits_.max_header_bytes) + " bytes.", false);
+    if (end == 0) return 0;
+    parseHead(bytes.substr(0, end));
+    return state_ == State::failed ? 0 : end;
+}
+
+void ClientRequestParser::parseHead(std::string_view wire) {
+    // Parsed in the copy the request keeps, so every view below is an offset
+    // into it. The head ends in CRLF CRLF (findHeadEnd), so every scan below
+    // stops at a CR before the end without a bounds check.
+    HeadFields& fields = request_.fields_;
+    fields.assign(wire);
+    const char* const begin = fields.slice(0, uint32_t(wire.size())).data();
+    const char* p = begin;
+    auto at = [&](const char* q) { return uint32_t(q - begin); };
+
+    // request-line = method SP request-target SP HTTP-version CRLF
+    while (is(*p, kToken)) ++p;
+    if (p == begin || *p != ' ') return void(fail(400, "malformed request line.", true));
+    request_.method_bytes_ = at(p);
+    const char* const target = ++p;
+    while (is(*p, kTarget)) ++p;
+    if (p == target || *p != ' ') return void(fail(400, "malformed request line.", true));
+    request_.target_at_ = at(target);
+    request_.target_bytes_ = uint32_t(p - target);
+    ++p;
+    const std::string_view version(p, std::min<size_t>(10, wire.size() - at(p)));
+    if (version != "HTTP/1.1\r\n" && version != "HTTP/1.0\r\n")
+        return void(fail(400, "only HTTP/1.0 and HTTP/1.1 are served.", true));
+    const bool http10 = p[7] == '0';
+    request_.version_ = http10 ? 10 : 11;
+    request_.method_ = http::string_to_verb(request_.method_string());
+    p += version.size();
+
+    uint32_t field_count = 0;
+    int hosts = 0;
+    bool has_content_length = false, has_transfer_encoding = false, close = false, keep_alive = false;
+    const char* framing_error = nullptr;  // reported after the head is read, as the first one found
+    while (*p != '\r') {
+        if (isBlank(*p))
+            return void(fail(400, "obsolete line folding (obs-fold) in the request header is not accepted.", false));
+        if (++field_count > limits_.max_header_count)
+            return void(fail(
+                431, "request has more than " + std::to_string(limits_.max_header_count) + " header fields.", false));
+        std::string_view name, value;
+        if (const char* error = readField(p, name, value)) return void(fail(400, error, true));
+        const http::field id = http::string_to_field(beast::string_view(name.data(), name.size()));
+        fields.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
+        switch (id) {
+            case http::field::content_length: {
+                uint64_t length = 0;
+                const char* error = readContentLength(value, length);
+                if (!error && has_content_length && length != declared_) error = "conflicting Content-Length values.";
+                if (error && !framing_error) framing_error = error;
+                has_content_length = true;
+                declared_ = length;
+                break;
+            }
+            case http::field::transfer_encoding:
+                if (!framing_error && (has_transfer_encoding || !iequals(trim(value), "chunked")))
+                    framing_error = has_transfer_encoding ? "only the chunked transfer coding is accepted."
+                                                          : transferEncodingError(value);
+                has_transfer_encoding = true;
+                break;
+            case http::field::host: ++hosts; break;
+            case http::field::connection:
+            case http::field::proxy_connection:
+                if (!forEachToken(value, [&](std::string_view token) {
+                        close = close || iequals(token, "close");
+                        keep_alive = keep_alive || iequals(token, "keep-alive");
+                    }))
+                    return void(fail(400, "malformed Connection field.", true));
+                break;
+            default: break;
+        }
+    }
+    if (p[1] != '\n') return void(fail(400, "malformed request header: a CR without its LF.", true));
+
+    if (hosts > 1) return void(fail(400, "more than one Host header field.", false));
+    if (framing_error) return void(fail(400, framing_error, false));
+    if (has_transfer_encoding) {
+        if (has_content_length) return void(fail(400, "both Content-Length and Transfer-Encoding are present.", false));
+        if (http10) return void(fail(400, "Transfer-Encoding on an HTTP/1.0 request is not accepted.", false));
+    }
+    request_.keep_alive_ = http10 ? keep_alive : !close;
+
+    if (has_transfer_encoding) {
+        chunked_ = true;
+        declared_ = 0;
+        state_ = State::chunk_size;
+    } else if (declared_ > limits_.max_body_bytes) {
+        // Refused from the head alone, before a body byte is read.
+        fail(413,
+             "request body is " + std::to_string(declared_) + " bytes; the limit is " +
+                 std::to_string(limits_.max_body_bytes) + " bytes.",
+             false);
+    } else if (declared_ > 0) {
+        remaining_ = declared_;
+        request_.body_.reserve(size_t(std::min<uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
+        state_ = State::body;
+    } else {
+        state_ = State::done;
+    }
+}
+
+size_t ClientRequestParser::putChunkSize(std::string_view bytes) {
+    // chunk-size [ chunk-ext ] CRLF, with chunk-ext = *( ";" name [ "=" value ] )
+    // and name, value tokens: what clients send, a subset of Beast's grammar.
+    const void* cr = std::memchr(bytes.data(), '\r', std::min(bytes.size(), kMaxChunkLineBytes));
+    if (cr == nullptr) {
+        if (bytes.size() >= kMaxChunkLineBytes)
+            return fail(400, "malformed chunked body: a chunk-size line over 4096 bytes.", false);
         return 0;
     }
-    const std::size_t needed = size + extra + kPaddingBytes;
-    if (declared_ > kFirstReserveBytes && size + extra >= kFirstReserveBytes / 2 &&
+    const size_t line_bytes = size_t(static_cast<const char*>(cr) - bytes.data());
+    if (line_bytes + 1 >= bytes.size()) return 0;
+    if (bytes[line_bytes + 1] != '\n') return fail(400, "malformed chunked body: a CR without its LF.", true);
+    const std::string_view line = bytes.substr(0, line_bytes);
+
+    size_t i = 0;
+    uint64_t size = 0;
+    for (; i < line.size(); ++i) {
+        const char c = line[i];
+        const int digit = c >= '0' && c <= '9'   ? c - '0'
+                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
+                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
+                                                 : -1;
+        if (digit < 0) break;
+        size = size * 16 + uint64_t(digit);
+    }
+    if (i == 0) return fail(400, "malformed chunked body: a chunk without its size.", true);
+    if (i > 16) return fail(400, "malformed chunked body: a chunk size over 16 hex digits.", false);
+    bool extensions_ok = true;
+    while (extensions_ok && i < line.size()) {
+        // ";" token [ "=" token ]
+        extensions_ok = line[i] == ';';
+        const size_t name = ++i;
+        while (i < line.size() && is(line[i], kToken)) ++i;
+        extensions_ok = extensions_ok && i > name;
+        if (extensions_ok && i < line.size() && line[i] == '=') {
+            const size_t value = ++i;
+            while (i < line.size() && is(line[i], kToken)) ++i;
+            extensions_ok = i > value;
+        }
+    }
+    if (!extensions_ok)
+        return fail(400, "malformed chunked body: chunk extensions other than ;name or ;name=token.", false);
+
+    if (size == 0) {
+        state_ = State::trailer;
+    } else {
+        if (size > limits_.max_body_bytes - std::min<uint64_t>(request_.body_.size(), limits_.max_body_bytes))
+            return fail(413, "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) + " bytes.",
+                        false);
+        remaining_ = size;
+        state_ = State::chunk_data;
+    }
+    return line_bytes + 2;
+}
+
+size_t ClientRequestParser::putTrailer(std::string_view bytes) {
+    // trailer-part CRLF: fields read and dropped.
+    if (bytes.size() < 2) return 0;
+    if (bytes[0] == '\r') {
+        if (bytes[1] != '\n') return fail(400, "malformed chunked body: a CR without its LF.", true);
+        state_ = State::done;
+        return 2;
+    }
+    const std::string_view window = bytes.substr(0, kMaxChunkLineBytes);
+    const size_t end = window.find("\r\n\r\n");
+    if (end == std::string_view::npos) {
+        if (window.size() == kMaxChunkLineBytes)
+            return fail(400, "malformed chunked body: a trailer over 4096 bytes.", false);
+        return 0;
+    }
+    const char* p = bytes.data();
+    const char* const last = p + end + 2;  // the blank line
+    while (p != last) {
+        if (*p == '\r') return fail(400, "malformed chunked body: a CR without its LF.", true);
+        if (isBlank(*p)) return fail(400, "obsolete line folding (obs-fold) in the trailer is not accepted.", false);
+        std::string_view name, value;
+        if (const char* error = readField(p, name, value)) return fail(400, error, true);
+        for (std::string_view framing : {"content-length", "transfer-encoding", "connection", "proxy-connection"})
+            if (iequals(name, framing))
+                return fail(400, "framing field " + std::string(name) + " in a trailer is not accepted.", false);
+    }
+    state_ = State::done;
+    return end + 4;
+}
+
+void ClientRequestParser::appendBody(std::string_view bytes) {
+    std::string& body = request_.body_;
+    const std::size_t size = body.size();
+    const std::size_t needed = size + bytes.size() + kPaddingBytes;
+    if (declared_ > kFirstReserveBytes && size + bytes.size() >= kFirstReserveBytes / 2 &&
         body.capacity() < declared_ + kPaddingBytes)
         body.reserve(std::max<std::size_t>(std::size_t(declared_) + kPaddingBytes, needed));
     else if (body.capacity() < needed) body.reserve(std::max(needed, 2 * body.capacity()));
-    body.append(bytes.data(), extra);
-    ec = {};
-    return extra;
+    body.append(bytes);
 }
 
 }  // namespace dpgate::gateway

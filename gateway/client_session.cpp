@@ -2,8 +2,6 @@
 
 #include "gateway/in_flight.hpp"
 #include "gateway/log.hpp"
-#include "gateway/parse_buffered.hpp"
-#include "gateway/request_framing.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/request_path.hpp"
 #include "gateway/server.hpp"
@@ -14,6 +12,24 @@
 #include <boost/beast/core/string.hpp>
 
 namespace dpgate::gateway {
+namespace {
+
+// Body reads: large enough that a 100 MB upload is not a million reads.
+constexpr size_t kBodyReadBytes = 64 * 1024;
+
+std::string_view bytesOf(const beast::flat_buffer& buffer) {
+    return {static_cast<const char*>(buffer.data().data()), buffer.size()};
+}
+
+ApiError refusalOf(const RequestRefusal& refusal) {
+    switch (refusal.status) {
+        case 413: return ApiError::payloadTooLarge(refusal.message);
+        case 431: return ApiError::headerTooLarge(refusal.message);
+        default: return ApiError::badRequest(refusal.message);
+    }
+}
+
+}  // namespace
 
 ClientSession::ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls)
     : worker_(worker), stream_(worker.deadlines(), std::move(socket)), tls_(std::move(tls)) {
@@ -117,55 +133,18 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(std::optional<Cl
     }
     idle_ = false;
     stream_.expires_after(ms(limits.header_timeout_ms));
-    size_t head_bytes = 0;
+    parser.emplace(RequestLimits{limits.max_header_bytes, limits.max_header_count, limits.max_body_bytes});
+    // The head, and whatever of the body came with it.
     while (true) {
-        std::string_view bytes(static_cast<const char*>(buffer_.data().data()), buffer_.size());
-        bool malformed = false;
-        head_bytes = findHeaderEnd(bytes, malformed);
-        if (malformed) {
-            ApiError refusal = ApiError::badRequest("malformed request header: bare LF line ending.");
-            co_return co_await refuseRequest(refusal);
-        }
-        if (head_bytes != 0 && head_bytes <= limits.max_header_bytes) break;
-        if (head_bytes > limits.max_header_bytes || buffer_.size() > limits.max_header_bytes) {
-            ApiError refusal = ApiError::headerTooLarge("request header exceeds " +
-                                                        std::to_string(limits.max_header_bytes) + " bytes.");
-            co_return co_await refuseRequest(refusal);
-        }
+        buffer_.consume(parser->put(bytesOf(buffer_)));
+        if (parser->failed()) co_return co_await refuseRequest(refusalOf(parser->refusal()));
+        if (parser->is_header_done()) break;
         auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(8192), use_nothrow);
         // A deadline closes the socket itself (the worker's sweep, timed_socket.hpp): the slow
         // client is cut without an answer, as nginx does on client_header_timeout.
         if (ec) co_return ReadResult::closed;
         buffer_.commit(n);
     }
-
-    std::string_view head(static_cast<const char*>(buffer_.data().data()), head_bytes);
-    FramingVerdict framing = checkRequestFraming(head, {limits.max_header_bytes, limits.max_header_count});
-    if (!framing.ok()) {
-        ApiError refusal =
-            framing.status == 431 ? ApiError::headerTooLarge(framing.message) : ApiError::badRequest(framing.message);
-        refusal.http_status = static_cast<unsigned>(framing.status);
-        co_return co_await refuseRequest(refusal);
-    }
-
-    if (framing.has_content_length && framing.content_length > limits.max_body_bytes) {
-        // Refused from the header alone, before a body byte is read.
-        ApiError refusal =
-            ApiError::payloadTooLarge("request body is " + std::to_string(framing.content_length) +
-                                      " bytes; the limit is " + std::to_string(limits.max_body_bytes) + " bytes.");
-        co_return co_await refuseRequest(refusal);
-    }
-
-    parser.emplace();
-    parser->header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-    parser->body_limit(limits.max_body_bytes);
-    error_code ec;
-    size_t used = parser->put(net::buffer(buffer_.data().data(), head_bytes), ec);
-    if (ec || !parser->is_header_done()) {
-        ApiError refusal = ApiError::badRequest("malformed request header: " + ec.message() + ".");
-        co_return co_await refuseRequest(refusal);
-    }
-    buffer_.consume(used);
 
     if (parser->fields().has(http::field::expect)) {
         const std::string_view expect = parser->fields()[http::field::expect];
@@ -183,24 +162,12 @@ awaitable<ClientSession::ReadResult> ClientSession::readRequest(std::optional<Cl
 
     // The body grows as it arrives, with admission's padding (client_request.hpp).
     while (!parser->is_done()) {
-        // What arrived with the header (or with the last read) first.
-        error_code rec = parseBuffered(*parser, buffer_);
-        if (!rec && !parser->is_done()) {
-            stream_.expires_after(ms(limits.body_idle_timeout_ms));
-            auto [read_ec, n] = co_await http::async_read_some(stream_, buffer_, *parser, use_nothrow);
-            rec = read_ec;
-        }
-        if (rec == http::error::body_limit) {
-            ApiError refusal = ApiError::payloadTooLarge("request body exceeds the limit of " +
-                                                         std::to_string(limits.max_body_bytes) + " bytes.");
-            co_return co_await refuseRequest(refusal);
-        }
-        if (rec == http::error::end_of_stream || rec == net::error::eof || rec == beast::error::timeout)
-            co_return ReadResult::closed;
-        if (rec) {
-            ApiError refusal = ApiError::badRequest("malformed request body framing: " + rec.message() + ".");
-            co_return co_await refuseRequest(refusal);
-        }
+        stream_.expires_after(ms(limits.body_idle_timeout_ms));
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kBodyReadBytes), use_nothrow);
+        if (ec) co_return ReadResult::closed;
+        buffer_.commit(n);
+        buffer_.consume(parser->put(bytesOf(buffer_)));
+        if (parser->failed()) co_return co_await refuseRequest(refusalOf(parser->refusal()));
     }
     co_return ReadResult::request;
 }

@@ -28,6 +28,17 @@ public:
     // A head is bounded by the parser's header_limit, so offsets fit in 32 bits.
     void add(http::field name, std::string_view name_string, std::string_view value);
 
+    // The other way to fill it (ClientRequestParser): the whole head copied
+    // once, then each field indexed where it lies in that copy.
+    void assign(std::string_view head) {
+        bytes_.assign(head.data(), head.size());
+        fields_.clear();
+    }
+    void addAt(http::field name, uint32_t name_at, uint32_t name_bytes, uint32_t value_at, uint32_t value_bytes) {
+        fields_.push_back({name, name_at, name_bytes, value_at, value_bytes});
+    }
+    std::string_view slice(uint32_t at, uint32_t bytes) const { return {bytes_.data() + at, bytes}; }
+
     // The first field of that name, or empty. A field named twice is seen
     // whole only through at(i).
     std::string_view operator[](http::field name) const;

@@ -1,12 +1,14 @@
-// libFuzzer over a client request's head and body, as the client session
-// reads them:
-// - the framing checks (findHeaderEnd, checkRequestFraming): any bytes must
-//   give a self-consistent verdict, never a crash;
-// - the request parser (ClientRequestParser, client_request.hpp), fed in
-//   pieces: it must say what Beast's own request parser says of the whole
-//   input (error or not; request line, fields, keep-alive and body).
+// libFuzzer over a client request, head and body, as the client session
+// reads it: dpgate's ClientRequestParser (client_request.hpp), fed in
+// pieces, against Beast's own request_parser on the whole input.
+// - Any bytes: a verdict, never a crash; a refusal has a status of 400, 413
+//   or 431 and a message.
+// - What dpgate accepts, Beast accepts, and reads the same way: request
+//   line, head fields, keep-alive, body, and where the request ends.
+// - What dpgate refuses as malformed (against HTTP/1.1's grammar), Beast
+//   refuses too. Refusals of well-formed shapes (smuggling shapes, limits)
+//   are dpgate's own and not compared.
 #include "gateway/client_request.hpp"
-#include "gateway/request_framing.hpp"
 
 #include <boost/beast/http/string_body.hpp>
 
@@ -23,18 +25,21 @@ namespace {
 
 using namespace dpgate::gateway;
 
+using FieldList = std::vector<std::pair<std::string, std::string>>;
+
 struct Parsed {
     bool failed = false;
     std::string method, target;
     unsigned version = 0;
     bool keep_alive = false;
-    std::vector<std::pair<std::string, std::string>> fields;
+    FieldList fields;  // the head's, not a trailer's
     std::string body;
+    size_t used = 0;  // where the request ends in the input
 };
 
 // Beast's fields keep a repeated name's values together; the gateway's keep
 // wire order. Compared grouped by name, each name's values in order.
-std::vector<std::pair<std::string, std::string>> grouped(std::vector<std::pair<std::string, std::string>> f) {
+FieldList grouped(FieldList f) {
     auto lower = [](std::string s) {
         for (char& c : s) c = char(std::tolower(static_cast<unsigned char>(c)));
         return s;
@@ -43,30 +48,29 @@ std::vector<std::pair<std::string, std::string>> grouped(std::vector<std::pair<s
     return f;
 }
 
-// Whole-input verdict: an input that ends before the message does is an error.
-void finish(http::basic_parser<true>& parser, error_code& ec) {
-    if (ec == http::error::need_more) ec = {};
-    if (!ec && !parser.is_done()) ec = http::error::partial_message;
-}
+constexpr size_t kBodyLimit = 1 << 20;
 
-Parsed asTheGateway(std::string_view wire, size_t feed) {
-    ClientRequestParser parser;
-    parser.body_limit(1 << 20);
-    parser.eager(true);
+// The gateway's parser, `feed` bytes at a time, as reads would hand them over.
+Parsed asTheGateway(std::string_view wire, size_t feed, RequestRefusal& refusal) {
+    // Header limits below Beast's (8 KiB): past them the gateway refuses first.
+    ClientRequestParser parser(RequestLimits{4096, 16, kBodyLimit});
     Parsed out;
-    error_code ec;
     std::string pending;
-    for (size_t at = 0; at < wire.size() && !parser.is_done();) {
+    for (size_t at = 0; at < wire.size() && !parser.is_done() && !parser.failed();) {
         const size_t n = std::min(feed, wire.size() - at);
         pending.append(wire.substr(at, n));
         at += n;
-        const size_t used = parser.put(net::buffer(pending), ec);
+        const size_t used = parser.put(pending);
+        if (used > pending.size()) std::abort();
+        out.used += used;
         pending.erase(0, used);
-        if (ec == http::error::need_more) ec = {};
-        if (ec) break;
     }
-    if (!ec && !parser.is_done()) ec = http::error::partial_message;
-    if (ec) {
+    if (parser.failed()) {
+        refusal = parser.refusal();
+        if (refusal.status != 400 && refusal.status != 413 && refusal.status != 431) std::abort();
+        if (refusal.message.empty()) std::abort();
+    }
+    if (!parser.is_done()) {
         out.failed = true;
         return out;
     }
@@ -83,13 +87,22 @@ Parsed asTheGateway(std::string_view wire, size_t feed) {
 
 Parsed asBeast(std::string_view wire) {
     http::request_parser<http::string_body> parser;
-    parser.body_limit(1 << 20);
-    parser.eager(true);
-    error_code ec;
-    parser.put(net::buffer(wire.data(), wire.size()), ec);
-    finish(parser, ec);
+    parser.body_limit(kBodyLimit);
     Parsed out;
-    if (ec) {
+    error_code ec;
+    // The head first (eager off), so its fields are read before a trailer's join them.
+    size_t used = parser.put(net::buffer(wire.data(), wire.size()), ec);
+    if (!ec && parser.is_header_done()) {
+        for (const auto& f : parser.get()) out.fields.emplace_back(f.name_string(), f.value());
+        parser.eager(true);
+        while (!ec && !parser.is_done() && used < wire.size()) {
+            const size_t n = parser.put(net::buffer(wire.data() + used, wire.size() - used), ec);
+            used += n;
+            if (n == 0) break;
+        }
+    }
+    if (ec == http::error::need_more) ec = {};
+    if (ec || !parser.is_done()) {
         out.failed = true;
         return out;
     }
@@ -98,30 +111,27 @@ Parsed asBeast(std::string_view wire) {
     out.target = request.target();
     out.version = request.version();
     out.keep_alive = parser.keep_alive();
-    for (const auto& f : request) out.fields.emplace_back(f.name_string(), f.value());
     out.body = request.body();
+    out.used = used;
     return out;
-}
-
-bool same(const Parsed& a, const Parsed& b) {
-    if (a.failed || b.failed) return a.failed == b.failed;
-    return a.method == b.method && a.target == b.target && a.version == b.version && a.keep_alive == b.keep_alive &&
-           grouped(a.fields) == grouped(b.fields) && a.body == b.body;
 }
 
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-    std::string_view bytes(reinterpret_cast<const char*>(data), size);
-    bool bad = false;
-    size_t end = findHeaderEnd(bytes, bad);
-    if (end > size || (bad && end != 0)) std::abort();
-    std::string_view head = end != 0 ? bytes.substr(0, end) : bytes;
-    auto verdict = checkRequestFraming(head, {4096, 16});
-    if (verdict.status != 0 && verdict.status != 400 && verdict.status != 431) std::abort();
-    if (verdict.status != 0 && verdict.message.empty()) std::abort();
-
+    const std::string_view wire(reinterpret_cast<const char*>(data), size);
+    RequestRefusal refusal;
     // Feed sizes from 1 byte up, picked by the input's length.
-    if (!same(asTheGateway(bytes, 1 + size % 61), asBeast(bytes))) __builtin_trap();
+    const Parsed gateway = asTheGateway(wire, 1 + size % 61, refusal);
+    const Parsed beast = asBeast(wire);
+    if (!gateway.failed) {
+        const bool same = !beast.failed && gateway.method == beast.method && gateway.target == beast.target &&
+                          gateway.version == beast.version && gateway.keep_alive == beast.keep_alive &&
+                          grouped(gateway.fields) == grouped(beast.fields) && gateway.body == beast.body &&
+                          gateway.used == beast.used;
+        if (!same) __builtin_trap();
+    } else if (refusal.malformed && !beast.failed) {
+        __builtin_trap();
+    }
     return 0;
 }
