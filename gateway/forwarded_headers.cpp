@@ -6,7 +6,9 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include <algorithm>
 #include <array>
+#include <cstring>
 
 namespace dpgate::gateway {
 
@@ -48,7 +50,7 @@ bool iequalsAscii(std::string_view a, std::string_view b) {
 
 // Calls `emit(name, value)` for every field of `from` that crosses the gateway.
 template <class Emit>
-void forEachEndToEndField(const HeadFields& from, std::initializer_list<std::string_view> also_drop, Emit&& emit) {
+void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, Emit&& emit) {
     // Field names listed in Connection are hop-by-hop for this message only.
     boost::container::small_vector<std::string_view, 4> named;
     from.each([&](http::field id, std::string_view, std::string_view v) {
@@ -65,22 +67,49 @@ void forEachEndToEndField(const HeadFields& from, std::initializer_list<std::str
     });
     from.each([&](http::field id, std::string_view name, std::string_view value) {
         // Every hop-by-hop name is a known field; an unknown one never is.
-        if (isHopByHop(id)) return;
-        bool drop = false;
-        for (std::string_view n : named) drop = drop || iequalsAscii(name, n);
-        for (std::string_view n : also_drop) drop = drop || iequalsAscii(name, n);
-        if (!drop) emit(name, value);
+        if (isHopByHop(id) || also_drop.contains(id, name)) return;
+        for (std::string_view n : named)
+            if (iequalsAscii(name, n)) return;
+        emit(name, value);
     });
 }
 
 void appendLine(std::string& head, std::string_view name, std::string_view value) {
-    head.append(name).append(": ").append(value).append("\r\n");
+    // One growth check, then plain copies.
+    const size_t at = head.size();
+    head.resize(at + name.size() + value.size() + 4);
+    char* out = head.data() + at;
+    std::memcpy(out, name.data(), name.size());
+    out += name.size();
+    *out++ = ':';
+    *out++ = ' ';
+    std::memcpy(out, value.data(), value.size());
+    out += value.size();
+    *out++ = '\r';
+    *out = '\n';
 }
 
 }  // namespace
 
-void appendEndToEndFields(const HeadFields& from, std::string& head,
-                          std::initializer_list<std::string_view> also_drop) {
+FieldNames::FieldNames(std::initializer_list<std::string_view> names) {
+    for (std::string_view name : names) {
+        const http::field id = http::string_to_field(beast::string_view(name.data(), name.size()));
+        if (id == http::field::unknown) {
+            unknown_.push_back(name);
+        } else {
+            ids_.push_back(id);
+        }
+    }
+}
+
+bool FieldNames::contains(http::field id, std::string_view name) const {
+    if (id != http::field::unknown) return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+    for (std::string_view n : unknown_)
+        if (iequalsAscii(name, n)) return true;
+    return false;
+}
+
+void appendEndToEndFields(const HeadFields& from, std::string& head, const FieldNames& also_drop) {
     forEachEndToEndField(from, also_drop,
                          [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
 }

@@ -5,6 +5,9 @@
 
 #include "gateway/net.hpp"
 
+#include <boost/container/small_vector.hpp>
+
+#include <initializer_list>
 #include <string_view>
 
 namespace dpgate::gateway {
@@ -13,10 +16,24 @@ class HeadFields;
 
 bool isHopByHop(std::string_view name);
 
+// A set of field names, looked up once: a field matches by Beast's field
+// code when the name has one (every field of a parsed message carries its
+// code), by a case-insensitive compare otherwise. Built once per call site
+// (a static), so dropping them costs no string compare per field.
+class FieldNames {
+public:
+    FieldNames(std::initializer_list<std::string_view> names);
+
+    bool contains(http::field id, std::string_view name) const;
+
+private:
+    boost::container::small_vector<http::field, 8> ids_;
+    boost::container::small_vector<std::string_view, 4> unknown_;  // names without a code
+};
+
 // Appends `from`'s fields as "Name: value\r\n" lines to a serialized head
 // (both directions write raw buffers), skipping hop-by-hop fields, the
 // fields `from`'s Connection header names, and any name in `also_drop`.
-void appendEndToEndFields(const HeadFields& from, std::string& head,
-                          std::initializer_list<std::string_view> also_drop = {});
+void appendEndToEndFields(const HeadFields& from, std::string& head, const FieldNames& also_drop = {});
 
 }  // namespace dpgate::gateway

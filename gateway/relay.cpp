@@ -89,9 +89,9 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
     h.append(request.method_string()).append(" "sv).append(request.target()).append(" HTTP/1.1\r\n"sv);
     h.append("Host: "sv).append(config.host).append(":"sv).append(std::to_string(config.port)).append("\r\n"sv);
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
-    appendEndToEndFields(request.fields(), h,
-                         {"host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id",
-                          "content-length", "expect"});
+    static const FieldNames kSetHere = {
+        "host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id", "content-length", "expect"};
+    appendEndToEndFields(request.fields(), h, kSetHere);
     std::string_view forwarded_for = request[beast::string_view("X-Forwarded-For")];
     h.append("X-Forwarded-For: "sv);
     if (!forwarded_for.empty()) h.append(forwarded_for).append(", "sv);

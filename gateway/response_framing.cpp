@@ -19,7 +19,8 @@ void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned sta
     char code[8];
     auto [code_end, ec] = std::to_chars(code, code + sizeof code, status);
     head_.append("HTTP/1.1 ").append(code, code_end).append(" ").append(reason).append("\r\n");
-    appendEndToEndFields(upstream.fields(), head_, {"content-length", "x-request-id", "x-dpgate-route"});
+    static const FieldNames kSetHere = {"content-length", "x-request-id", "x-dpgate-route"};
+    appendEndToEndFields(upstream.fields(), head_, kSetHere);
     head_.append("X-Request-ID: ").append(request_id).append("\r\n");
     head_.append("X-Dpgate-Route: ").append(route).append("\r\n");
     if (body == Body::length) {

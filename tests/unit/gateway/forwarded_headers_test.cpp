@@ -59,3 +59,18 @@ TEST(ForwardedHeaders, DropsEveryHopByHopNameInAnyCase) {
         EXPECT_EQ(forwarded(fieldsOf({{name, "x"}, {"X-Kept", "y"}})), "X-Kept: y\r\n") << name;
     }
 }
+
+TEST(ForwardedHeaders, TheDropListMatchesNamesWithAndWithoutAFieldCodeInAnyCase) {
+    const FieldNames drop = {"host", "x-request-id", "Content-Length"};
+    EXPECT_TRUE(drop.contains(http::field::host, "HOST"));
+    EXPECT_TRUE(drop.contains(http::field::unknown, "X-Request-Id"));
+    EXPECT_FALSE(drop.contains(http::field::unknown, "X-Request-Idx"));
+    EXPECT_FALSE(drop.contains(http::field::content_type, "Content-Type"));
+    const HeadFields from = fieldsOf({{"HOST", "a"},
+                                      {"X-Request-Id", "r"},
+                                      {"X-Other", "o"},
+                                      {"content-length", "5"},
+                                      {"Content-Type", "text/plain"}});
+    EXPECT_EQ(forwarded(from, {"host", "x-request-id", "Content-Length"}),
+              "X-Other: o\r\nContent-Type: text/plain\r\n");
+}
