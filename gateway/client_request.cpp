@@ -1,6 +1,6 @@
 #include "gateway/client_request.hpp"
 
-#include <boost/beast/core/string.hpp>
+#include "gateway/http_grammar.hpp"
 
 #include <algorithm>
 #include <array>
@@ -10,105 +10,7 @@
 namespace dpgate::gateway {
 namespace {
 
-// What a byte may be, by where it stands (RFC 9110/9112, as Beast reads them).
-enum CharClass : uint8_t {
-    kToken = 1,   // tchar: a method, a field name, a chunk extension
-    kTarget = 2,  // a request-target byte: visible ASCII and obs-text
-    kValue = 4,   // a field-value byte: the above, SP and HTAB
-};
-
-constexpr std::array<uint8_t, 256> kClasses = [] {
-    std::array<uint8_t, 256> classes{};
-    for (int c = 0x21; c <= 0xff; ++c)
-        if (c != 0x7f) classes[size_t(c)] = kTarget | kValue;
-    classes[' '] = kValue;
-    classes['\t'] = kValue;
-    for (int c = '0'; c <= '9'; ++c) classes[size_t(c)] |= kToken;
-    for (int c = 'a'; c <= 'z'; ++c) classes[size_t(c)] |= kToken;
-    for (int c = 'A'; c <= 'Z'; ++c) classes[size_t(c)] |= kToken;
-    for (char c : std::string_view("!#$%&'*+-.^_`|~")) classes[static_cast<unsigned char>(c)] |= kToken;
-    return classes;
-}();
-
-bool is(char c, CharClass kind) { return (kClasses[static_cast<unsigned char>(c)] & kind) != 0; }
-
-bool isBlank(char c) { return c == ' ' || c == '\t'; }
-
-std::string_view trim(std::string_view s) {
-    while (!s.empty() && isBlank(s.front())) s.remove_prefix(1);
-    while (!s.empty() && isBlank(s.back())) s.remove_suffix(1);
-    return s;
-}
-
-bool iequals(std::string_view a, std::string_view b) {
-    return a.size() == b.size() && beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b));
-}
-
-// Where the head ends in `bytes` (just past its blank line), or 0 when it
-// has not ended yet. Sets `bare_lf` on a LF without its CR before the end,
-// so a client cannot park a head that will never be judged.
-size_t findHeadEnd(std::string_view bytes, bool& bare_lf) {
-    const char* const begin = bytes.data();
-    for (size_t from = 0; from < bytes.size();) {
-        const void* lf = std::memchr(begin + from, '\n', bytes.size() - from);
-        if (lf == nullptr) return 0;
-        const size_t i = size_t(static_cast<const char*>(lf) - begin);
-        if (i == 0 || begin[i - 1] != '\r') {
-            bare_lf = true;  // RFC 9112 lets a server refuse it, and smugglers rely on it
-            return 0;
-        }
-        if (i >= 3 && begin[i - 2] == '\n' && begin[i - 3] == '\r') return i + 1;
-        from = i + 1;
-    }
-    return 0;
-}
-
-// A Connection value: a comma-separated list of tokens, empty elements
-// allowed (Beast's opt_token_list). Calls on_token for each; false when the
-// list is malformed.
-template <class OnToken>
-bool forEachToken(std::string_view value, OnToken&& on_token) {
-    size_t i = 0;
-    bool need_comma = false;
-    while (true) {
-        while (i < value.size() && isBlank(value[i])) ++i;
-        if (i == value.size()) return true;
-        if (value[i] == ',') {
-            need_comma = false;
-            ++i;
-            continue;
-        }
-        if (need_comma || !is(value[i], kToken)) return false;
-        const size_t start = i;
-        while (i < value.size() && is(value[i], kToken)) ++i;
-        on_token(value.substr(start, i - start));
-        need_comma = true;
-    }
-}
-
-// The value of one Content-Length field: one or more equal decimal lengths
-// separated by commas (RFC 9112 6.3 lets a recipient take "5, 5" as 5).
-// Returns the error, or null with `length` set.
-const char* readContentLength(std::string_view value, uint64_t& length) {
-    if (value.empty()) return "empty Content-Length.";
-    bool first = true;
-    while (true) {
-        const size_t comma = value.find(',');
-        const std::string_view item = trim(value.substr(0, comma));
-        // 19 digits always fit in 64 bits; no real body needs a 20th.
-        if (item.empty() || item.size() > 19) return "invalid Content-Length.";
-        uint64_t v = 0;
-        for (char c : item) {
-            if (c < '0' || c > '9') return "invalid Content-Length.";
-            v = v * 10 + uint64_t(c - '0');
-        }
-        if (!first && v != length) return "conflicting Content-Length values.";
-        length = v;
-        first = false;
-        if (comma == std::string_view::npos) return nullptr;
-        value.remove_prefix(comma + 1);
-    }
-}
+using namespace grammar;
 
 // Why a Transfer-Encoding value other than a lone "chunked" is refused.
 const char* transferEncodingError(std::string_view value) {
@@ -124,29 +26,6 @@ const char* transferEncodingError(std::string_view value) {
     }
     if (codings == 0 || !iequals(last, "chunked")) return "Transfer-Encoding must end in chunked.";
     return "only the chunked transfer coding is accepted.";
-}
-
-// One field line at `p` (a name, a colon, the value, CRLF; the caller has
-// checked it does not begin with CR or whitespace). Sets name and value
-// (trimmed) and moves p past the CRLF; returns the error, or null.
-const char* readField(const char*& p, std::string_view& name, std::string_view& value) {
-    const char* const name_start = p;
-    while (is(*p, kToken)) ++p;
-    if (*p != ':' || p == name_start)
-        return p != name_start && isBlank(*p)
-                   ? "malformed header field name (whitespace before the colon is not accepted)."
-                   : "malformed header field.";
-    name = {name_start, size_t(p - name_start)};
-    ++p;
-    while (isBlank(*p)) ++p;
-    const char* const value_start = p;
-    while (is(*p, kValue)) ++p;
-    if (p[0] != '\r' || p[1] != '\n') return "malformed header field value.";
-    const char* value_end = p;
-    while (value_end != value_start && isBlank(value_end[-1])) --value_end;
-    value = {value_start, size_t(value_end - value_start)};
-    p += 2;
-    return nullptr;
 }
 
 }  // namespace
@@ -302,8 +181,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
 }
 
 size_t ClientRequestParser::putChunkSize(std::string_view bytes) {
-    // chunk-size [ chunk-ext ] CRLF, with chunk-ext = *( ";" name [ "=" value ] )
-    // and name, value tokens: what clients send, a subset of Beast's grammar.
+    // chunk-size [ chunk-ext ] CRLF (grammar::readChunkSize).
     const void* cr = std::memchr(bytes.data(), '\r', std::min(bytes.size(), kMaxChunkLineBytes));
     if (cr == nullptr) {
         if (bytes.size() >= kMaxChunkLineBytes)
@@ -315,35 +193,16 @@ size_t ClientRequestParser::putChunkSize(std::string_view bytes) {
     if (bytes[line_bytes + 1] != '\n') return fail(400, "malformed chunked body: a CR without its LF.", true);
     const std::string_view line = bytes.substr(0, line_bytes);
 
-    size_t i = 0;
     uint64_t size = 0;
-    for (; i < line.size(); ++i) {
-        const char c = line[i];
-        const int digit = c >= '0' && c <= '9'   ? c - '0'
-                          : c >= 'a' && c <= 'f' ? c - 'a' + 10
-                          : c >= 'A' && c <= 'F' ? c - 'A' + 10
-                                                 : -1;
-        if (digit < 0) break;
-        size = size * 16 + uint64_t(digit);
+    switch (readChunkSize(line, size)) {
+        case ChunkLine::ok: break;
+        case ChunkLine::malformed: return fail(400, "malformed chunked body: a chunk without its size.", true);
+        case ChunkLine::refused:
+            return fail(400,
+                        "malformed chunked body: a chunk size over 16 hex digits, or chunk extensions "
+                        "other than ;name or ;name=token.",
+                        false);
     }
-    if (i == 0) return fail(400, "malformed chunked body: a chunk without its size.", true);
-    if (i > 16) return fail(400, "malformed chunked body: a chunk size over 16 hex digits.", false);
-    bool extensions_ok = true;
-    while (extensions_ok && i < line.size()) {
-        // ";" token [ "=" token ]
-        extensions_ok = line[i] == ';';
-        const size_t name = ++i;
-        while (i < line.size() && is(line[i], kToken)) ++i;
-        extensions_ok = extensions_ok && i > name;
-        if (extensions_ok && i < line.size() && line[i] == '=') {
-            const size_t value = ++i;
-            while (i < line.size() && is(line[i], kToken)) ++i;
-            extensions_ok = i > value;
-        }
-    }
-    if (!extensions_ok)
-        return fail(400, "malformed chunked body: chunk extensions other than ;name or ;name=token.", false);
-
     if (size == 0) {
         state_ = State::trailer;
     } else {

@@ -3,9 +3,9 @@
 // red-black tree insert (case-insensitive compares) per field (issue 18:
 // the two heads of a proxied request were ~10 % of its instructions).
 //
-// Filled in arrival order by HeadFieldsParser, the base of both parsers
-// (client_request.hpp, upstream_response_parser.hpp). Lookups are linear: a
-// message has a handful of fields.
+// Filled in arrival order by both head parsers (client_request.hpp,
+// upstream_response_parser.hpp). Lookups are linear: a message has a
+// handful of fields.
 #pragma once
 
 #include "gateway/net.hpp"
@@ -25,11 +25,12 @@ public:
         uint32_t name_at, name_bytes, value_at, value_bytes;
     };
 
-    // A head is bounded by the parser's header_limit, so offsets fit in 32 bits.
+    // A head is bounded by the parsers' limits, so offsets fit in 32 bits.
+    // One field, copied in (a trailer's field; tests).
     void add(http::field name, std::string_view name_string, std::string_view value);
 
-    // The other way to fill it (ClientRequestParser): the whole head copied
-    // once, then each field indexed where it lies in that copy.
+    // How the parsers fill it: the whole head copied once, then each field
+    // indexed where it lies in that copy.
     void assign(std::string_view head) {
         bytes_.assign(head.data(), head.size());
         fields_.clear();
@@ -59,38 +60,6 @@ public:
 private:
     std::string bytes_;  // every field's name and value, back to back
     boost::container::small_vector<Field, 12> fields_;
-};
-
-// Beast's HTTP/1.1 grammar, framing and chunk decoding (basic_parser) with
-// the fields kept in a HeadFields. The body's bytes, plain or de-chunked, go
-// to onBody(); a parser that needs the start line or the declared length
-// overrides on_request_impl / on_response_impl / on_body_init_impl.
-template <bool isRequest>
-class HeadFieldsParser : public http::basic_parser<isRequest> {
-public:
-    const HeadFields& fields() const { return fields_; }
-
-protected:
-    // Takes what it can of `bytes`; returns how many (ec set if not all).
-    virtual std::size_t onBody(beast::string_view bytes, error_code& ec) = 0;
-
-    HeadFields fields_;
-
-private:
-    void on_request_impl(http::verb, beast::string_view, beast::string_view, int, error_code&) override {}
-    void on_response_impl(int, beast::string_view, int, error_code&) override {}
-    void on_field_impl(http::field name, beast::string_view name_string, beast::string_view value,
-                       error_code&) override {
-        fields_.add(name, name_string, value);
-    }
-    void on_header_impl(error_code&) override {}
-    void on_body_init_impl(const boost::optional<std::uint64_t>&, error_code&) override {}
-    std::size_t on_body_impl(beast::string_view body, error_code& ec) override { return onBody(body, ec); }
-    void on_chunk_header_impl(std::uint64_t, beast::string_view, error_code&) override {}
-    std::size_t on_chunk_body_impl(std::uint64_t, beast::string_view body, error_code& ec) override {
-        return onBody(body, ec);
-    }
-    void on_finish_impl(error_code&) override {}
 };
 
 }  // namespace dpgate::gateway

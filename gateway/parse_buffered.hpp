@@ -14,8 +14,8 @@ namespace dpgate::gateway {
 // Feeds `buffer` to `parser` until the message is done, the buffer is empty,
 // or the parser needs more input or (buffer_body) a new output buffer; those
 // two are not errors. Consumed bytes leave the buffer.
-template <bool isRequest>
-error_code parseBuffered(http::basic_parser<isRequest>& parser, beast::flat_buffer& buffer) {
+template <class Parser>
+error_code parseBuffered(Parser& parser, beast::flat_buffer& buffer) {
     error_code ec;
     while (buffer.size() != 0 && !parser.is_done()) {
         const size_t used = parser.put(buffer.data(), ec);

@@ -198,8 +198,16 @@ awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parse
     error_code ec = parseBuffered(parser, connection.buffer);
     if (ec || parser.is_done() || parser.body().size != room) co_return ec;
     connection.stream.expires_after(ms(c_.config.limits.stream_idle_timeout_ms));
-    auto [read_ec, n] = co_await http::async_read_some(connection.stream, connection.buffer, parser, use_nothrow);
-    co_return read_ec == http::error::need_buffer ? error_code{} : read_ec;
+    constexpr size_t kReadBytes = 64 * 1024;
+    auto [read_ec, n] = co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
+    if (read_ec == net::error::eof) {
+        // The backend closed: the end of a body that runs to the close, or a cut answer.
+        parser.put_eof(ec);
+        co_return ec;
+    }
+    if (read_ec) co_return read_ec;
+    connection.buffer.commit(n);
+    co_return parseBuffered(parser, connection.buffer);
 }
 
 void Relay::releaseConnection(size_t backend, bool whole) {

@@ -77,3 +77,30 @@ TEST(UpstreamResponseParser, LooksUpFieldsByIdAndByName) {
     EXPECT_FALSE(parser.has(http::field::set_cookie));
     EXPECT_EQ(parser.fields().size(), 5u);
 }
+
+TEST(UpstreamResponseParser, RefusesOnPurposeWhatItCouldNotRelayFaithfully) {
+    for (const std::string& wire : {
+             std::string("HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n"),
+             std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
+             std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a=\"q\"\r\nhello\r\n0\r\n\r\n"),
+         }) {
+        const ParsedAnswer got = parseAsTheRelay(wire, wire.size(), 64);
+        EXPECT_TRUE(got.failed && got.refused) << wire;
+        EXPECT_FALSE(parseWithBeast(wire).failed) << "Beast relays it: " << wire;
+    }
+    // Malformed answers are not "refused": both parsers fail them.
+    const std::string bad = "HTTP/1.1 200 OK\r\nContent-Length: 1, 2\r\n\r\nx";
+    const ParsedAnswer got = parseAsTheRelay(bad, bad.size(), 64);
+    EXPECT_TRUE(got.failed && !got.refused);
+    EXPECT_TRUE(parseWithBeast(bad).failed);
+}
+
+TEST(UpstreamResponseParser, ABodyToTheCloseEndsAtTheCloseAndIsNotKeptAlive) {
+    const std::string wire = "HTTP/1.1 200 OK\r\nContent-Type: text/plain\r\n\r\nuntil the close";
+    const ParsedAnswer got = parseAsTheRelay(wire, 5, 3);
+    ASSERT_FALSE(got.failed);
+    EXPECT_EQ(got.body, "until the close");
+    EXPECT_FALSE(got.keep_alive);
+    const std::string cut = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nshort";
+    EXPECT_TRUE(parseAsTheRelay(cut, 7, 3).failed);
+}
