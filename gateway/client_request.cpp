@@ -121,7 +121,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
                 431, "request has more than " + std::to_string(limits_.max_header_count) + " header fields.", false));
         std::string_view name, value;
         if (const char* error = readField(p, name, value)) return void(fail(400, error, true));
-        const http::field id = http::string_to_field(beast::string_view(name.data(), name.size()));
+        const http::field id = fieldId(name);
         fields.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         switch (id) {
             case http::field::content_length: {

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <boost/beast/core/string.hpp>
+#include <boost/beast/http/field.hpp>
 
 #include <array>
 #include <cstdint>
@@ -45,6 +46,52 @@ inline std::string_view trim(std::string_view s) {
 inline bool iequals(std::string_view a, std::string_view b) {
     return a.size() == b.size() &&
            boost::beast::iequals(boost::beast::string_view(a.data(), a.size()), boost::beast::string_view(b));
+}
+
+// `name` (token characters) equals `lower` (lower-case letters and '-') in
+// any case. Exact for tokens: OR-ing 0x20 maps only 'A'-'Z' onto 'a'-'z',
+// and only CR (not a token character) onto '-'.
+inline bool isName(std::string_view name, std::string_view lower) {
+    if (name.size() != lower.size()) return false;
+    for (size_t i = 0; i < name.size(); ++i)
+        if (char(name[i] | 0x20) != lower[i]) return false;
+    return true;
+}
+
+// Beast's code for a field name. The names nearly every request and answer
+// carry are told apart by length and one compare; Beast's table (a hash and
+// a case-insensitive compare, a few cache lines) is left for the rest.
+inline boost::beast::http::field fieldId(std::string_view name) {
+    using boost::beast::http::field;
+    switch (name.size()) {
+        case 4:
+            if (isName(name, "host")) return field::host;
+            if (isName(name, "date")) return field::date;
+            break;
+        case 6:
+            if (isName(name, "accept")) return field::accept;
+            if (isName(name, "server")) return field::server;
+            break;
+        case 10:
+            if (isName(name, "connection")) return field::connection;
+            if (isName(name, "user-agent")) return field::user_agent;
+            if (isName(name, "keep-alive")) return field::keep_alive;
+            break;
+        case 12:
+            if (isName(name, "content-type")) return field::content_type;
+            break;
+        case 13:
+            if (isName(name, "authorization")) return field::authorization;
+            break;
+        case 14:
+            if (isName(name, "content-length")) return field::content_length;
+            break;
+        case 17:
+            if (isName(name, "transfer-encoding")) return field::transfer_encoding;
+            break;
+        default: break;
+    }
+    return boost::beast::http::string_to_field(boost::beast::string_view(name.data(), name.size()));
 }
 
 // Where the head ends in `bytes` (just past its blank line), or 0 when it

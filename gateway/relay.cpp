@@ -111,51 +111,49 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
     }
 }
 
-awaitable<Relay::Attempt> Relay::exchange(UpstreamConnection& connection, Parser& parser, error_code& error) {
-    const conf::LimitsConfig& limits = c_.config.limits;
-    connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
-    auto [wec, wn] = co_await net::async_write(connection.stream, upstream_buffers_, use_nothrow);
-    if (wec) {
-        error = wec;
-        co_return (connection.reused && isConnectionDrop(wec)) ? Attempt::retry_fresh : Attempt::failed;
-    }
-    connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
-    // The header, read and parsed here; the body parser has no buffer yet, so
-    // parsing stops after the header and body bytes stay in connection.buffer.
-    error_code rec;
-    while (!rec && !parser.is_header_done()) {
-        constexpr size_t kReadBytes = 16 * 1024;
-        auto [read_ec, rn] =
-            co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
-        rec = read_ec;
-        if (rec) break;
-        connection.buffer.commit(rn);
-        rec = parseBuffered(parser, connection.buffer);
-    }
-    if (rec) {
-        error = rec;
-        // A pooled connection the backend closed while it sat idle fails
-        // before any byte of an answer: the request never ran, send it again.
-        co_return (connection.reused && !parser.got_some() && isConnectionDrop(rec)) ? Attempt::retry_fresh
-                                                                                     : Attempt::failed;
-    }
-    co_return Attempt::ok;
-}
-
 awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
     if (watch_) watch_->upstream = nullptr;
     connection_.reset();
     parser_.reset();
     buildUpstreamRequest(slot.backend(), slot.rank());
     UpstreamPool& pool = c_.worker.pool(slot.backend());
-    auto [cec, acquired] = co_await pool.acquire();
-    error_code error = cec;
-    connection_ = std::move(acquired);
+    error_code error;
+    connection_ = pool.takeIdle();
+    if (!connection_) {
+        auto [cec, fresh] = co_await pool.connect();
+        error = cec;
+        connection_ = std::move(fresh);
+    }
+    const conf::LimitsConfig& limits = c_.config.limits;
     for (int stale = 0; connection_ && stale < 2; ++stale) {
+        // One exchange: the request written, the answer's head read and
+        // parsed (here, not in a coroutine of its own: one frame fewer per
+        // request). The parser has no body window yet, so parsing stops after
+        // the head and body bytes stay in connection.buffer.
         if (watch_) watch_->upstream = connection_.get();
-        parser_.emplace();
-        parser_->body_limit(boost::none);  // a response is streamed, never held
-        Attempt outcome = co_await exchange(*connection_, *parser_, error);
+        UpstreamConnection& connection = *connection_;
+        Parser& parser = parser_.emplace();
+        Attempt outcome = Attempt::ok;
+        connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
+        auto [wec, wn] = co_await net::async_write(connection.stream, upstream_buffers_, use_nothrow);
+        error_code rec = wec;
+        if (!rec) connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
+        while (!rec && !parser.is_header_done()) {
+            constexpr size_t kReadBytes = 16 * 1024;
+            auto [read_ec, rn] =
+                co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
+            rec = read_ec;
+            if (rec) break;
+            connection.buffer.commit(rn);
+            rec = parseBuffered(parser, connection.buffer);
+        }
+        if (rec) {
+            error = rec;
+            // A pooled connection the backend closed while it sat idle fails
+            // before any byte of an answer: the request never ran, send it again.
+            outcome = connection.reused && !parser.got_some() && isConnectionDrop(rec) ? Attempt::retry_fresh
+                                                                                       : Attempt::failed;
+        }
         if (outcome == Attempt::ok) break;
         if (watch_) watch_->upstream = nullptr;
         connection_.reset();

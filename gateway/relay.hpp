@@ -54,7 +54,6 @@ private:
     // upstream_buffers_ at it and the body (with the splice admission and
     // dpgate insert after the body's '{'): the body is never copied.
     void buildUpstreamRequest(size_t backend, uint32_t rank);
-    awaitable<Attempt> exchange(UpstreamConnection& connection, Parser& parser, error_code& error);
     // A backend's error answer (>= 400, not a stream): read whole (it is
     // small) and sent in OpenAI's error shape.
     awaitable<bool> relayErrorAnswer(SlotLease& slot);

@@ -13,7 +13,7 @@ UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const c
       connect_timeout_ms_(connect_timeout_ms),
       idle_timeout_(idle_timeout_ms) {}
 
-awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire() {
+std::unique_ptr<UpstreamConnection> UpstreamPool::takeIdle() {
     auto now = std::chrono::steady_clock::now();
     while (!idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
@@ -22,12 +22,17 @@ awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPo
         // Servers close idle keep-alive connections on their own clock
         // (uvicorn, which vLLM runs on, after 5 s); retire ours first. One
         // closed meanwhile anyway fails before any answer byte, and the relay
-        // then resends on a fresh connection (Relay::exchange).
+        // then resends on a fresh connection (Relay::send).
         if (now - c->idle_since < idle_timeout_) {
             c->reused = true;
-            co_return std::pair{error_code{}, std::move(c)};
+            return c;
         }
     }
+    return nullptr;
+}
+
+awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPool::acquire() {
+    if (std::unique_ptr<UpstreamConnection> idle = takeIdle()) co_return std::pair{error_code{}, std::move(idle)};
     co_return co_await connect();
 }
 

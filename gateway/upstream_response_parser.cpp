@@ -131,7 +131,7 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
             ec = http::error::bad_field;
             return;
         }
-        const http::field id = http::string_to_field(beast::string_view(name.data(), name.size()));
+        const http::field id = fieldId(name);
         fields_.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         if (!readFramingField(id, value, ec)) return;
     }
@@ -267,7 +267,7 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
             ec = http::error::bad_field;
             return 0;
         }
-        const http::field id = http::string_to_field(beast::string_view(name.data(), name.size()));
+        const http::field id = fieldId(name);
         if (!readFramingField(id, value, ec)) return 0;
         fields_.add(id, name, value);
     }
