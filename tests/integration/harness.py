@@ -412,6 +412,10 @@ CLIENT_KEY = "sk-dpgate-local"
 ADMIN_TOKEN = "admin-dpgate-local"
 MODEL = "ds-v4.1-flash-1017"
 TOKENIZER = Path(os.environ.get("DPGATE_TOKENIZER_DIR", REPO_ROOT / "local" / "tokenizer" / "deepseek-v3")) / "tokenizer.json"
+# dpgate-sim flags that make it count prompt tokens as the served model does
+# (vLLM counts what dpgate counts): benchmarks measure the path a real
+# backend takes, not dpgate's count-mismatch path.
+EXACT_SIM_COUNTS = ("--tokenizer", str(TOKENIZER.parent))
 
 
 def chat_body(text: str = "Hello!", **extra) -> dict:

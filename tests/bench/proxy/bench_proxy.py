@@ -49,8 +49,8 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration"))
-from harness import (CLIENT_KEY, MODEL, Gateway, Sim, free_port, gateway_config,  # noqa: E402
-                     raise_nofile_limit, wait_for_port)
+from harness import (CLIENT_KEY, EXACT_SIM_COUNTS, MODEL, Gateway, Sim, free_port,  # noqa: E402
+                     gateway_config, raise_nofile_limit, wait_for_port)
 
 HERE = Path(__file__).resolve().parent
 LUA = HERE / "bench_post.lua"
@@ -357,7 +357,8 @@ def main() -> int:
     raise_nofile_limit()
 
     results: dict[int, dict[str, list[dict]]] = {}
-    with Sim(threads=1, max_output=16) as sim, proxies(sim, args.workers, args.baseline) as (targets, pids):
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, \
+            proxies(sim, args.workers, args.baseline) as (targets, pids):
         for port in targets.values():  # warm up connections and caches
             wrk(port, 32, 1)
         for c in (int(x) for x in args.connections.split(",")):
@@ -369,7 +370,8 @@ def main() -> int:
 
     streams: dict[str, list[dict]] = {}
     if args.streams:
-        with Sim(threads=1, max_output=16, decode_us_per_token=args.stream_token_ms * 1000) as sim, \
+        with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS,
+                 decode_us_per_token=args.stream_token_ms * 1000) as sim, \
                 proxies(sim, args.workers, args.baseline) as (targets, pids):
             streams = {name: [] for name in targets}
             for _ in range(args.rounds):

@@ -24,7 +24,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration"))
-from harness import Gateway, Sim, bin_dir, gateway_config  # noqa: E402
+from harness import EXACT_SIM_COUNTS, Gateway, Sim, bin_dir, gateway_config  # noqa: E402
 
 LUA = Path(__file__).resolve().parent / "bench_post.lua"
 
@@ -39,7 +39,7 @@ def main() -> int:
     wrapper.write_text(f"#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file={out_dir}/callgrind.out.%p "
                        f"{args.binary.resolve()} \"$@\"\n")
     wrapper.chmod(0o755)
-    with Sim(threads=1, max_output=16) as sim:
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
         with Gateway(config, binary=wrapper, timeout=120) as gw:
             url = f"http://127.0.0.1:{gw.port}"

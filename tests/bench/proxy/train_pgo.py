@@ -23,7 +23,8 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "integration"))
 import bench_proxy  # noqa: E402
-from harness import CLIENT_KEY, TOKENIZER, Gateway, Sim, chat_body, gateway_config, http_request  # noqa: E402
+from harness import (CLIENT_KEY, EXACT_SIM_COUNTS, TOKENIZER, Gateway, Sim, chat_body,  # noqa: E402
+                     gateway_config, http_request)
 
 
 def main() -> int:
@@ -31,7 +32,7 @@ def main() -> int:
     ap.add_argument("binary", type=Path)
     ap.add_argument("--seconds", type=float, default=6)
     args = ap.parse_args()
-    with Sim(threads=1, max_output=16) as sim:
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         config = gateway_config([("primary", sim, "primary")], threads=2, log={"level": "warn", "access": "off"},
                                 health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
         # Without the tokenizer (scripts/setup installs it) the count path is not trained.
