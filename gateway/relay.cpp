@@ -10,6 +10,7 @@
 #include "gateway/stream_usage.hpp"
 #include "gateway/upstream_error.hpp"
 #include "gateway/worker.hpp"
+#include "gateway/write_now.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/string.hpp>
@@ -134,9 +135,12 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         UpstreamConnection& connection = *connection_;
         Parser& parser = parser_.emplace();
         Attempt outcome = Attempt::ok;
-        connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
-        auto [wec, wn] = co_await net::async_write(connection.stream, upstream_buffers_, use_nothrow);
-        error_code rec = wec;
+        error_code rec;
+        if (WriteNow now(&connection.stream.socket(), upstream_buffers_); !now.done()) {
+            connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
+            auto [wec, wn] = co_await net::async_write(connection.stream, now.rest(), use_nothrow);
+            rec = wec;
+        }
         if (!rec) connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
         while (!rec && !parser.is_header_done()) {
             constexpr size_t kReadBytes = 16 * 1024;
@@ -257,6 +261,8 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     Parser& parser = *parser_;
     UpstreamConnection& connection = *connection_;
     ClientStream& client = c_.session.stream();
+    // Writes to a plain client try the socket first (write_now.hpp); TLS bytes go through the stream.
+    tcp::socket* const client_socket = client.secure() ? nullptr : &client.socket();
     GaugeInFlight inflight{c_.metrics ? c_.worker.slotMetrics(backend, rank).inflight : nullptr};
     c_.record.backend = backend_name;
     c_.record.rank = int(rank);
@@ -318,8 +324,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     // streams, whose header the client should see before the first token.
     if (event_stream || parser.is_done()) {
         if (parser.is_done()) c_.key_lease.release();  // the header is the whole answer
-        client.expires_after(ms(limits.client_write_timeout_ms));
-        auto [hec, hn] = co_await net::async_write(client, framing.next({}, parser.is_done()), use_nothrow);
+        error_code hec;
+        if (WriteNow now(client_socket, framing.next({}, parser.is_done())); !now.done()) {
+            client.expires_after(ms(limits.client_write_timeout_ms));
+            auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
+            hec = ec;
+        }
         if (hec) {
             c_.record.status = 0;
             co_return false;  // the client left; the connection closes with the upstream request
@@ -330,7 +340,11 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     while (!parser.is_done()) {
         parser.body().data = chunk.data.get();
         parser.body().size = chunk_bytes;
-        error_code rec = co_await readBodyPiece(connection, parser);
+        // What the buffer holds first, here: a small answer's body came with
+        // its head, and needs no read (nor readBodyPiece's coroutine frame).
+        error_code rec = parseBuffered(parser, connection.buffer);
+        if (!rec && !parser.is_done() && parser.body().size == chunk_bytes)
+            rec = co_await readBodyPiece(connection, parser);
         size_t got = chunk_bytes - parser.body().size;
         if (rec) {
             if (watch_ && watch_->client_gone) {
@@ -384,8 +398,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         }
         const bool last = parser.is_done();
         if (last) c_.key_lease.release();
-        client.expires_after(ms(limits.client_write_timeout_ms));
-        auto [wec, wn] = co_await net::async_write(client, framing.next(piece, last), use_nothrow);
+        error_code wec;
+        if (WriteNow now(client_socket, framing.next(piece, last)); !now.done()) {
+            client.expires_after(ms(limits.client_write_timeout_ms));
+            auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
+            wec = ec;
+        }
         if (wec) {
             // The client left or stopped draining: drop the upstream too.
             c_.record.stream_abort = "client";
@@ -402,9 +420,11 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         c_.key_lease.release();
         const ResponseFraming::Buffers& tail = framing.next(filtered, true);
         if (!framing.empty()) {
-            client.expires_after(ms(limits.client_write_timeout_ms));
-            auto [ec, n] = co_await net::async_write(client, tail, use_nothrow);
-            fec = ec;
+            if (WriteNow now(client_socket, tail); !now.done()) {
+                client.expires_after(ms(limits.client_write_timeout_ms));
+                auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
+                fec = ec;
+            }
             if (!fec) c_.record.bytes_out += filtered.size();
         }
     }
