@@ -173,6 +173,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
              false);
     } else if (declared_ > 0) {
         remaining_ = declared_;
+        request_.body_ = StringPool::take();
         request_.body_.reserve(size_t(std::min<uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
         state_ = State::body;
     } else {

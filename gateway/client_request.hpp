@@ -27,6 +27,7 @@
 #include "admission/request_scan.hpp"
 #include "gateway/head_fields.hpp"
 #include "gateway/net.hpp"
+#include "gateway/string_pool.hpp"
 
 #include <cstdint>
 #include <string>
@@ -36,6 +37,11 @@ namespace dpgate::gateway {
 
 class ClientRequest {
 public:
+    ClientRequest() = default;
+    ClientRequest(ClientRequest&&) noexcept = default;
+    ClientRequest& operator=(ClientRequest&&) noexcept = default;
+    ~ClientRequest() { StringPool::give(std::move(body_)); }
+
     http::verb method() const { return method_; }
     std::string_view method_string() const { return fields_.slice(method_at_, method_bytes_); }
     std::string_view target() const { return fields_.slice(target_at_, target_bytes_); }

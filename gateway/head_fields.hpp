@@ -9,6 +9,7 @@
 #pragma once
 
 #include "gateway/net.hpp"
+#include "gateway/string_pool.hpp"
 
 #include <boost/container/small_vector.hpp>
 
@@ -29,9 +30,17 @@ public:
     // One field, copied in (a trailer's field; tests).
     void add(http::field name, std::string_view name_string, std::string_view value);
 
-    // How the parsers fill it: the whole head copied once, then each field
-    // indexed where it lies in that copy.
+    HeadFields() = default;
+    HeadFields(HeadFields&&) noexcept = default;
+    HeadFields& operator=(HeadFields&&) noexcept = default;
+    HeadFields(const HeadFields&) = default;
+    HeadFields& operator=(const HeadFields&) = default;
+    ~HeadFields() { StringPool::give(std::move(bytes_)); }
+
+    // How the parsers fill it: the whole head copied once (into a buffer from
+    // the thread's StringPool), then each field indexed where it lies in that copy.
     void assign(std::string_view head) {
+        if (bytes_.capacity() < head.size()) bytes_ = StringPool::take();
         bytes_.assign(head.data(), head.size());
         fields_.clear();
     }

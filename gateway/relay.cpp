@@ -8,6 +8,7 @@
 #include "gateway/response_framing.hpp"
 #include "gateway/server.hpp"
 #include "gateway/stream_usage.hpp"
+#include "gateway/string_pool.hpp"
 #include "gateway/upstream_error.hpp"
 #include "gateway/worker.hpp"
 #include "gateway/write_now.hpp"
@@ -47,9 +48,10 @@ std::string sseErrorEvent(const std::string& message) {
 }  // namespace
 
 Relay::Relay(RequestContext& context, const admission::Admitted& admitted, bool stream_usage_added)
-    : c_(context), admitted_(admitted), stream_usage_added_(stream_usage_added) {}
+    : c_(context), admitted_(admitted), stream_usage_added_(stream_usage_added), upstream_head_(StringPool::take()) {}
 
 Relay::~Relay() {
+    StringPool::give(std::move(upstream_head_));
     if (!watch_) return;
     watch_->active = false;
     watch_->upstream = nullptr;

@@ -7,6 +7,7 @@
 #pragma once
 
 #include "gateway/net.hpp"
+#include "gateway/string_pool.hpp"
 
 #include <array>
 #include <cstdint>
@@ -20,6 +21,11 @@ class UpstreamResponseParser;
 class ResponseFraming {
 public:
     enum class Body { none, length, chunked };
+
+    ResponseFraming() : head_(StringPool::take()) {}
+    ResponseFraming(const ResponseFraming&) = delete;
+    ResponseFraming& operator=(const ResponseFraming&) = delete;
+    ~ResponseFraming() { StringPool::give(std::move(head_)); }
 
     // The head: status line, the upstream's end-to-end fields (without its
     // framing, X-Request-ID and X-Dpgate-Route), then dpgate's own.

@@ -38,7 +38,8 @@ TEST(WriteNow, WhatTheSocketDoesNotTakeIsLeftInOrderForTheAsyncWrite) {
     // More than a loopback socket's buffers hold while nobody reads.
     std::string big(64 << 20, '\0');
     for (size_t i = 0; i < big.size(); ++i) big[i] = char('a' + i % 26);
-    const std::array<net::const_buffer, 2> buffers{net::buffer(big.data(), 10), net::buffer(big.data() + 10, big.size() - 10)};
+    const std::array<net::const_buffer, 2> buffers{net::buffer(big.data(), 10),
+                                                   net::buffer(big.data() + 10, big.size() - 10)};
     WriteNow now(&p.writer, buffers);
     ASSERT_FALSE(now.done());
     const size_t left = net::buffer_size(now.rest());
