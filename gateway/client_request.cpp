@@ -3,7 +3,6 @@
 #include "gateway/http_grammar.hpp"
 
 #include <algorithm>
-#include <array>
 #include <cstring>
 #include <utility>
 
@@ -63,7 +62,7 @@ size_t ClientRequestParser::put(std::string_view bytes) {
             case State::done:
             case State::failed: return used;
         }
-        // A body of length 0 at the end of the bytes still completes below.
+        // Nothing used: more bytes are needed, or the request was refused.
         if (n == 0 && state_ != State::done) return used;
         used += n;
         if (state_ == State::done) return used;
