@@ -28,7 +28,7 @@ TEST(StringPool, AGivenBufferIsTakenAgainEmpty) {
 
 TEST(StringPool, KeepsOnlyBuffersWorthKeepingAndAtMostKKeep) {
     drain();
-    StringPool::give(std::string("short"));                          // never allocated
+    StringPool::give(std::string("short"));                         // never allocated
     StringPool::give(std::string(StringPool::kMaxBytes + 1, 'x'));  // too large to hold on to
     EXPECT_EQ(StringPool::take().capacity(), std::string().capacity());
     for (size_t i = 0; i < StringPool::kKeep + 5; ++i) StringPool::give(std::string(100, 'x'));
