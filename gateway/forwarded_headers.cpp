@@ -1,6 +1,7 @@
 #include "gateway/forwarded_headers.hpp"
 
 #include "gateway/head_fields.hpp"
+#include "gateway/http_grammar.hpp"
 
 #include <boost/beast/core/string.hpp>
 
@@ -41,13 +42,6 @@ bool isHopByHop(http::field name) {
     }
 }
 
-bool iequalsAscii(std::string_view a, std::string_view b) {
-    // Lengths first, inline: most names differ there (the drop lists are
-    // checked against every field).
-    return a.size() == b.size() &&
-           beast::iequals(beast::string_view(a.data(), a.size()), beast::string_view(b.data(), b.size()));
-}
-
 // Calls `emit(name, value)` for every field of `from` that crosses the gateway.
 template <class Emit>
 void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, Emit&& emit) {
@@ -69,7 +63,7 @@ void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, E
         // Every hop-by-hop name is a known field; an unknown one never is.
         if (isHopByHop(id) || also_drop.contains(id, name)) return;
         for (std::string_view n : named)
-            if (iequalsAscii(name, n)) return;
+            if (grammar::iequals(name, n)) return;
         emit(name, value);
     });
 }
@@ -105,7 +99,7 @@ FieldNames::FieldNames(std::initializer_list<std::string_view> names) {
 bool FieldNames::contains(http::field id, std::string_view name) const {
     if (id != http::field::unknown) return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
     for (std::string_view n : unknown_)
-        if (iequalsAscii(name, n)) return true;
+        if (grammar::iequals(name, n)) return true;
     return false;
 }
 
