@@ -11,9 +11,10 @@ bool overloaded(unsigned status) { return status == 502 || status == 503 || stat
 awaitable<Forwarded> forwardWithRetry(Router& router, const RoutePlan& first, std::optional<uint32_t> pinned_rank,
                                       UpstreamConnector& upstream, const RetryObserver& on_retry) {
     constexpr int kTries = 2;
-    RoutePlan plan = first;
+    const RoutePlan* plan = &first;  // the first plan is not copied: a retry is rare
+    RoutePlan replanned;
     Forwarded out;
-    out.lease = router.lease(plan, 0, pinned_rank);
+    out.lease = router.lease(*plan, 0, pinned_rank);
     for (int attempt = 1;; ++attempt) {
         out.answer = co_await upstream.send(out.lease);
         using Kind = UpstreamAnswer::Kind;
@@ -24,12 +25,13 @@ awaitable<Forwarded> forwardWithRetry(Router& router, const RoutePlan& first, st
         router.recordFailure(out.lease, why);
         // The last answer, even a 5xx, goes to the client as it is.
         if (attempt == kTries) co_return out;
-        RoutePlan next = router.replan(plan, out.lease);
+        RoutePlan next = router.replan(*plan, out.lease);
         if (next.empty()) co_return out;
         SlotLease failed = std::move(out.lease);
         failed.abandon();
-        plan = std::move(next);
-        out.lease = router.lease(plan, 0);
+        replanned = std::move(next);
+        plan = &replanned;
+        out.lease = router.lease(*plan, 0);
         ++out.retries;
         if (on_retry) on_retry(failed, why, out.lease);
     }

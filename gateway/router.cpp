@@ -38,6 +38,7 @@ void SlotLease::prefillDone() {
 void SlotLease::answered(const Usage& usage) {
     if (!router_) return;
     const double computed = double(usage.prompt_tokens) - double(usage.cached_prompt_tokens);
+    if (computed == work_charged_) return;  // the lease expected it right: nothing to correct
     router_->work_meter_.add(load_index_, computed - work_charged_, nowSeconds());
     work_charged_ = computed;
 }
@@ -70,14 +71,19 @@ RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key
     const size_t n = t.chooser.size();
     // Loads and costs are prompt tokens not expected in a slot's cache. On
     // the stack for up to two machines of 8 ranks (no allocation per request).
-    boost::container::small_vector<double, 16> loads(n), uncached(n), work(n);
+    boost::container::small_vector<double, 16> loads(n), work;
+    plan.uncached.resize(n);
     for (size_t i = 0; i < n; ++i) loads[i] = double(loads_[t.load_index[i]].load(std::memory_order_relaxed));
-    const std::optional<size_t> last_slot = cache_estimate_.uncachedTokens(key, t.chooser, prompt_tokens, uncached);
+    std::optional<size_t> last_slot = cache_estimate_.uncachedTokens(key, t.chooser, prompt_tokens, plan.uncached);
+    if (!known_slot) last_slot.reset();
     // New conversations avoid ranks that did more than their share of the
-    // recent prefill work; known ones stay on the rank that served them last.
-    work_meter_.values(t.load_index, nowSeconds(), work);
-    plan.preference = t.chooser.preference(
-        {key, loads, uncached, prompt_tokens, work, known_slot ? last_slot : std::optional<size_t>()});
+    // recent prefill work; known ones stay on the rank that served them last,
+    // and need no look at the work meter (its lock is shared by every worker).
+    if (!last_slot) {
+        work.resize(n);
+        work_meter_.values(t.load_index, nowSeconds(), work);
+    }
+    plan.preference = t.chooser.preference({key, loads, plan.uncached, prompt_tokens, work, last_slot});
     return plan;
 }
 
@@ -108,8 +114,12 @@ SlotLease Router::lease(const RoutePlan& plan, size_t choice, std::optional<uint
     lease.rank_ = pinned_rank && *pinned_rank < config.dp_ranks ? *pinned_rank : slot.rank;
     lease.load_index_ = backends_.loadIndex(lease.backend_, lease.rank_);
     const uint64_t slot_id = routing::SlotChooser::slotIdOf(routing::Slot{lease.backend_, config.name, lease.rank_});
+    // The plan's figure for its own slot; a pinned rank's is looked up.
+    const size_t slot_index = plan.preference[choice];
     const double expected_uncached =
-        plan.prompt_tokens - cache_estimate_.cachedTokens(plan.key, slot_id, plan.prompt_tokens);
+        lease.rank_ == slot.rank && slot_index < plan.uncached.size()
+            ? plan.uncached[slot_index]
+            : plan.prompt_tokens - cache_estimate_.cachedTokens(plan.key, slot_id, plan.prompt_tokens);
     lease.queued_ = int64_t(expected_uncached);
     loads_[lease.load_index_].fetch_add(lease.queued_, std::memory_order_relaxed);
     lease.work_charged_ = expected_uncached;

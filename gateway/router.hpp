@@ -15,6 +15,8 @@
 #include "routing/cache_estimate.hpp"
 #include "routing/work_meter.hpp"
 
+#include <boost/container/small_vector.hpp>
+
 #include <atomic>
 #include <chrono>
 #include <cstdint>
@@ -33,6 +35,9 @@ struct RoutePlan {
     std::vector<size_t> preference;             // indexes into table->chooser.slots()
     uint64_t key = 0;                           // the affinity key
     double prompt_tokens = 0;
+    // Per slot of the table: the prompt tokens not expected in its cache when
+    // the plan was made (what the lease charges; on the stack up to 16 slots).
+    boost::container::small_vector<double, 16> uncached;
 
     bool empty() const { return preference.empty(); }
 };

@@ -13,11 +13,21 @@
 //
 // A failed attempt writes nothing and leaves the error to the async write,
 // which meets it again and reports it as before.
+//
+// A small write of several pieces (a head and a body) is copied into one
+// piece and sent with send(), not sendmsg(): the kernel then neither copies
+// in nor walks an iovec array, whose entries here are often empty.
 #pragma once
 
 #include "gateway/net.hpp"
 
 #include <boost/beast/core/buffers_suffix.hpp>
+
+#include <sys/socket.h>
+
+#include <array>
+#include <cerrno>
+#include <cstring>
 
 namespace dpgate::gateway {
 
@@ -33,7 +43,8 @@ public:
             error_code ec;
             // Set once per socket: Asio's async operations work the same either way.
             if (!socket->non_blocking()) socket->non_blocking(true, ec);
-            if (!ec) sent = socket->send(buffers, 0, ec);
+            if (!ec)
+                sent = total <= kGatherBytes ? sendGathered(*socket, buffers, total) : socket->send(buffers, 0, ec);
             if (ec) sent = 0;
         }
         rest_.consume(sent);
@@ -44,6 +55,26 @@ public:
     const beast::buffers_suffix<Buffers>& rest() const { return rest_; }
 
 private:
+    static constexpr size_t kGatherBytes = 8192;
+
+    // The pieces in one send(); 0 when the socket took nothing or failed.
+    static size_t sendGathered(tcp::socket& socket, const Buffers& buffers, size_t total) {
+        thread_local std::array<char, kGatherBytes> gathered;
+        const char* data = nullptr;
+        size_t pieces = 0;
+        for (auto it = net::buffer_sequence_begin(buffers); it != net::buffer_sequence_end(buffers); ++it) {
+            const net::const_buffer piece(*it);
+            if (piece.size() == 0) continue;
+            if (pieces++ == 0) data = static_cast<const char*>(piece.data());
+        }
+        if (pieces > 1) {
+            net::buffer_copy(net::buffer(gathered.data(), total), buffers);
+            data = gathered.data();
+        }
+        const ssize_t n = ::send(socket.native_handle(), data, total, MSG_NOSIGNAL);
+        return n > 0 ? size_t(n) : 0;
+    }
+
     beast::buffers_suffix<Buffers> rest_;
     bool done_ = false;
 };

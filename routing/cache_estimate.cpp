@@ -71,7 +71,13 @@ std::optional<size_t> CacheEstimate::lastSlot(uint64_t key, const SlotChooser& c
 void CacheEstimate::record(uint64_t key, uint64_t slot_id, double prompt_tokens) {
     std::lock_guard lock(stripeOf(key));
     Entry& e = entryFor(key);
-    e.stamp = clock_.fetch_add(1, std::memory_order_relaxed) + 1;
+    // Recency only matters within a set (entryFor's victim): a stamp one past
+    // the set's newest orders it as a process-wide counter would, without a
+    // counter every worker's requests write.
+    const Entry* set = &entries_[setOf(key) * kSetKeys];
+    uint64_t newest = 0;
+    for (size_t i = 0; i < kSetKeys; ++i) newest = std::max(newest, set[i].stamp);
+    e.stamp = newest + 1;
     if (e.ways[0].slot_id != slot_id) e.ways[1] = e.ways[0];
     e.ways[0] = {slot_id, prompt_tokens};
 }

@@ -14,7 +14,6 @@
 #pragma once
 
 #include <array>
-#include <atomic>
 #include <cstddef>
 #include <cstdint>
 #include <mutex>
@@ -60,7 +59,7 @@ private:
     };
     struct Entry {
         uint64_t key = 0;
-        uint64_t stamp = 0;  // 0: unused; else when it was last recorded
+        uint64_t stamp = 0;  // 0: unused; else when it was last recorded, in its set's order
         Way ways[2];
     };
     static constexpr size_t kSetKeys = 4;
@@ -73,11 +72,15 @@ private:
     // lookups for different conversations do not queue on one lock.
     static constexpr size_t kStripes = 64;
     size_t setOf(uint64_t key) const { return size_t(mix64(key) & set_mask_); }
-    std::mutex& stripeOf(uint64_t key) const { return stripes_[setOf(key) % kStripes]; }
-    mutable std::array<std::mutex, kStripes> stripes_;
+    std::mutex& stripeOf(uint64_t key) const { return stripes_[setOf(key) % kStripes].mutex; }
+    // A cache line each: neighbouring stripes taken by different workers do
+    // not bounce one line between them.
+    struct alignas(64) Stripe {
+        std::mutex mutex;
+    };
+    mutable std::array<Stripe, kStripes> stripes_;
     std::vector<Entry> entries_;  // set s is entries_[s * kSetKeys, (s + 1) * kSetKeys)
     uint64_t set_mask_;
-    std::atomic<uint64_t> clock_{0};
 };
 
 }  // namespace dpgate::routing

@@ -33,6 +33,24 @@ TEST(WriteNow, ASmallWriteIsDoneAtOnce) {
     EXPECT_EQ(got, head + body);
 }
 
+TEST(WriteNow, SmallPiecesWithEmptyOnesBetweenArriveAsOneInOrder) {
+    Pair p;
+    const std::string head = "HTTP/1.1 200 OK\r\nContent-Length: 7\r\n\r\n", body = "{\"a\":1", tail = "}";
+    const std::array<net::const_buffer, 5> buffers{net::const_buffer(), net::buffer(head), net::const_buffer(),
+                                                   net::buffer(body), net::buffer(tail)};
+    WriteNow now(&p.writer, buffers);
+    EXPECT_TRUE(now.done());
+    std::string got(head.size() + body.size() + tail.size(), '\0');
+    net::read(p.reader, net::buffer(got));
+    EXPECT_EQ(got, head + body + tail);
+    // A lone non-empty piece among empty ones goes out as it is.
+    const std::array<net::const_buffer, 3> one{net::const_buffer(), net::buffer(body), net::const_buffer()};
+    EXPECT_TRUE(WriteNow(&p.writer, one).done());
+    std::string again(body.size(), '\0');
+    net::read(p.reader, net::buffer(again));
+    EXPECT_EQ(again, body);
+}
+
 TEST(WriteNow, WhatTheSocketDoesNotTakeIsLeftInOrderForTheAsyncWrite) {
     Pair p;
     // More than a loopback socket's buffers hold while nobody reads.
