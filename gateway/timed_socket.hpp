@@ -12,6 +12,7 @@
 // timeout the gateway has.
 #pragma once
 
+#include "gateway/drain_aware_read.hpp"
 #include "gateway/net.hpp"
 
 #include <boost/asio/associator.hpp>
@@ -98,11 +99,17 @@ public:
         socket_.close(ignored);
     }
 
+    // A single buffer is read by startDrainAwareRead (drain_aware_read.hpp):
+    // after a short read the next read waits for readiness instead of
+    // failing a recv() first.
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return net::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto handler, const MutableBuffers& b) {
-                socket_.async_read_some(b, Done<std::decay_t<decltype(handler)>>(*this, std::move(handler)));
+                using Handler = Done<std::decay_t<decltype(handler)>>;
+                if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>)
+                    startDrainAwareRead(socket_, net::mutable_buffer(b), Handler(*this, std::move(handler)));
+                else socket_.async_read_some(b, Handler(*this, std::move(handler)));
             },
             token, buffers);
     }

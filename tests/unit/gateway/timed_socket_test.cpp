@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
 #include <boost/asio/write.hpp>
@@ -15,6 +16,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <utility>
 
 using namespace dpgate::gateway;
 using namespace std::chrono_literals;
@@ -150,5 +152,105 @@ TEST(TimedSocket, DeadlineClockTracksSteadyClock) {
         const auto after = std::chrono::steady_clock::now();
         ASSERT_GE(deadline_now, before - 50ms) << "at iteration " << i;
         ASSERT_LE(deadline_now, after + 60ms) << "at iteration " << i;
+    }
+}
+
+// Reads go through startDrainAwareRead (drain_aware_read.hpp): after a short
+// read the next one waits for readiness instead of trying first. Bytes must
+// never be missed for it, however they arrive.
+namespace {
+
+// Runs one read of up to `room` bytes to completion (or 2 s).
+std::pair<error_code, std::string> readOnce(Loopback& l, size_t room) {
+    std::string got(room, '\0');
+    bool done = false;
+    error_code result;
+    size_t n = 0;
+    l.client->async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
+        result = ec;
+        n = bytes;
+        done = true;
+    });
+    l.io.restart();
+    l.io.run_for(2s);
+    EXPECT_TRUE(done) << "the read never completed";
+    if (!done) {  // end it while what it writes to still exists
+        l.client->socket().cancel();
+        l.io.restart();
+        l.io.run_for(1s);
+    }
+    got.resize(n);
+    return {result, got};
+}
+
+}  // namespace
+
+TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
+    Loopback l;
+    net::write(l.server, net::buffer("first", 5));
+    auto [ec1, first] = readOnce(l, 4096);  // short: the socket is drained
+    EXPECT_FALSE(ec1);
+    EXPECT_EQ(first, "first");
+    // The next bytes arrive while no read waits, and the io_context polls
+    // (their readiness is consumed then); the next read still gets them.
+    net::write(l.server, net::buffer("second", 6));
+    l.io.restart();
+    l.io.poll();
+    auto [ec2, second] = readOnce(l, 4096);
+    EXPECT_FALSE(ec2);
+    EXPECT_EQ(second, "second");
+    // And bytes that arrive while the read waits.
+    bool done = false;
+    std::string third(4096, '\0');
+    size_t n = 0;
+    l.client->async_read_some(net::buffer(third), [&](error_code ec, size_t bytes) {
+        EXPECT_FALSE(ec);
+        n = bytes;
+        done = true;
+    });
+    net::steady_timer later(l.io, 50ms);
+    later.async_wait([&](const error_code&) { net::write(l.server, net::buffer("third", 5)); });
+    l.io.restart();
+    l.io.run_for(2s);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(third.substr(0, n), "third");
+}
+
+TEST(TimedSocket, AFullReadLeavesTheRestForTheNextReadAtOnce) {
+    Loopback l;
+    net::write(l.server, net::buffer("0123456789abcdefghij", 20));
+    auto [ec1, first] = readOnce(l, 10);
+    auto [ec2, second] = readOnce(l, 10);
+    EXPECT_FALSE(ec1 || ec2);
+    EXPECT_EQ(first + second, "0123456789abcdefghij");
+}
+
+TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
+    {
+        Loopback l;
+        l.server.close();
+        auto [ec, got] = readOnce(l, 64);
+        EXPECT_EQ(ec, net::error::eof);
+        EXPECT_TRUE(got.empty());
+    }
+    {
+        Loopback l;
+        bool done = false;
+        error_code result;
+        char byte = 0;
+        l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t) {
+            result = ec;
+            done = true;
+        });
+        net::post(l.io, [&] { l.client->socket().cancel(); });
+        l.io.run_for(2s);
+        ASSERT_TRUE(done);
+        EXPECT_EQ(result, net::error::operation_aborted);
+    }
+    {
+        Loopback l;
+        auto [ec, got] = readOnce(l, 0);
+        EXPECT_FALSE(ec);
+        EXPECT_TRUE(got.empty());
     }
 }
