@@ -18,7 +18,11 @@ public:
     using executor_type = TimedSocket::executor_type;
     using TlsStream = beast::ssl_stream<TimedSocket&>;
 
-    ClientStream(DeadlineList& deadlines, tcp::socket socket) : tcp_(deadlines, std::move(socket)) {}
+    // Reads wait for readiness after a short read (TimedSocket::readDrainAware):
+    // between a keep-alive client's requests the socket is empty.
+    ClientStream(DeadlineList& deadlines, tcp::socket socket) : tcp_(deadlines, std::move(socket)) {
+        tcp_.readDrainAware();
+    }
 
     executor_type get_executor() noexcept { return tcp_.get_executor(); }
     TimedSocket& tcpStream() { return tcp_; }

@@ -17,6 +17,14 @@
 // event that comes while no read waits, so the next read tries at once
 // again.
 //
+// One thing is seen later: an end of stream (FIN) that was already there
+// when a short read took the last bytes before it raised its event before
+// that read, so nothing wakes the next read; it ends at its deadline. The
+// gateway reads this way from clients only (TimedSocket::readDrainAware),
+// where that is a client that half-closed right after its request: its
+// connection closes at the keep-alive deadline instead of at once. Backend
+// answers, which may run to the close, are read the ordinary way.
+//
 // It is built from Asio's reactor operation interface (reactor_op,
 // handler_work, the per-socket reactor data), as Asio's own operations
 // are: Boost 1.81's layout, which the build pins (libboost1.81-dev).

@@ -99,17 +99,25 @@ public:
         socket_.close(ignored);
     }
 
-    // A single buffer is read by startDrainAwareRead (drain_aware_read.hpp):
-    // after a short read the next read waits for readiness instead of
-    // failing a recv() first.
+    // From now on a single-buffer read goes through startDrainAwareRead
+    // (drain_aware_read.hpp): after a short read the next read waits for
+    // readiness instead of failing a recv() first. For the client side
+    // only: an end of stream that came with the bytes of a short read is
+    // then seen at the next deadline, not at once (see there).
+    void readDrainAware() { drain_aware_ = true; }
+
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return net::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto handler, const MutableBuffers& b) {
                 using Handler = Done<std::decay_t<decltype(handler)>>;
-                if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>)
-                    startDrainAwareRead(socket_, net::mutable_buffer(b), Handler(*this, std::move(handler)));
-                else socket_.async_read_some(b, Handler(*this, std::move(handler)));
+                if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>) {
+                    if (drain_aware_) {
+                        startDrainAwareRead(socket_, net::mutable_buffer(b), Handler(*this, std::move(handler)));
+                        return;
+                    }
+                }
+                socket_.async_read_some(b, Handler(*this, std::move(handler)));
             },
             token, buffers);
     }
@@ -167,6 +175,7 @@ private:
     clock::time_point deadline_ = clock::time_point::max();
     int pending_ = 0;
     bool timed_out_ = false;
+    bool drain_aware_ = false;
     TimedSocket* prev_ = nullptr;
     TimedSocket* next_ = nullptr;
 };

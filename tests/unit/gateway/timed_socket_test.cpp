@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
+#include <boost/asio/executor_work_guard.hpp>
 #include <boost/asio/post.hpp>
 #include <boost/asio/read.hpp>
 #include <boost/asio/steady_timer.hpp>
@@ -16,6 +17,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <thread>
 #include <utility>
 
 using namespace dpgate::gateway;
@@ -183,10 +185,19 @@ std::pair<error_code, std::string> readOnce(Loopback& l, size_t room) {
     return {result, got};
 }
 
+// Lets the reactor take in what is ready (poll() alone returns at once when
+// nothing is pending).
+void pollWithWork(Loopback& l) {
+    auto work = net::make_work_guard(l.io);
+    l.io.restart();
+    l.io.poll();
+}
+
 }  // namespace
 
 TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
     Loopback l;
+    l.client->readDrainAware();
     net::write(l.server, net::buffer("first", 5));
     auto [ec1, first] = readOnce(l, 4096);  // short: the socket is drained
     EXPECT_FALSE(ec1);
@@ -194,8 +205,7 @@ TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
     // The next bytes arrive while no read waits, and the io_context polls
     // (their readiness is consumed then); the next read still gets them.
     net::write(l.server, net::buffer("second", 6));
-    l.io.restart();
-    l.io.poll();
+    pollWithWork(l);
     auto [ec2, second] = readOnce(l, 4096);
     EXPECT_FALSE(ec2);
     EXPECT_EQ(second, "second");
@@ -218,6 +228,7 @@ TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
 
 TEST(TimedSocket, AFullReadLeavesTheRestForTheNextReadAtOnce) {
     Loopback l;
+    l.client->readDrainAware();
     net::write(l.server, net::buffer("0123456789abcdefghij", 20));
     auto [ec1, first] = readOnce(l, 10);
     auto [ec2, second] = readOnce(l, 10);
@@ -228,6 +239,7 @@ TEST(TimedSocket, AFullReadLeavesTheRestForTheNextReadAtOnce) {
 TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
     {
         Loopback l;
+        l.client->readDrainAware();
         l.server.close();
         auto [ec, got] = readOnce(l, 64);
         EXPECT_EQ(ec, net::error::eof);
@@ -235,6 +247,7 @@ TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
     }
     {
         Loopback l;
+        l.client->readDrainAware();
         bool done = false;
         error_code result;
         char byte = 0;
@@ -249,8 +262,48 @@ TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
     }
     {
         Loopback l;
+        l.client->readDrainAware();
         auto [ec, got] = readOnce(l, 0);
         EXPECT_FALSE(ec);
         EXPECT_TRUE(got.empty());
+    }
+}
+
+// The limit drain_aware_read.hpp names: an end of stream that came before a
+// short read took the bytes ahead of it wakes nothing; the next read ends at
+// its deadline (a client that half-closed right after its request). After
+// the short read, an end of stream is seen at once.
+TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline) {
+    {
+        Loopback l;
+        l.client->readDrainAware();
+        net::write(l.server, net::buffer("request", 7));
+        auto [ec1, got] = readOnce(l, 4096);
+        EXPECT_EQ(got, "request");
+        l.server.shutdown(tcp::socket::shutdown_send);
+        auto [ec2, rest] = readOnce(l, 4096);
+        EXPECT_EQ(ec2, net::error::eof);
+    }
+    {
+        Loopback l;
+        l.client->readDrainAware();
+        net::write(l.server, net::buffer("request", 7));
+        l.server.shutdown(tcp::socket::shutdown_send);
+        std::this_thread::sleep_for(50ms);  // the end has arrived,
+        pollWithWork(l);                    // and its readiness event is consumed here
+        auto [ec1, got] = readOnce(l, 4096);
+        EXPECT_EQ(got, "request");
+        bool done = false;
+        error_code result;
+        char byte = 0;
+        l.client->expires_after(100ms);
+        l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t) {
+            result = ec;
+            done = true;
+        });
+        l.io.restart();
+        l.runSweeping(done);
+        ASSERT_TRUE(done);
+        EXPECT_EQ(result, beast::error::timeout);
     }
 }

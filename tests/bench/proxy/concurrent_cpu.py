@@ -1,0 +1,105 @@
+#!/usr/bin/python3
+"""CPU per request of dpgate, HAProxy and nginx (and other dpgate binaries),
+all loaded at the same time: the steadier comparison on a shared machine
+(docs/BENCHMARKS.md, issue 18).
+
+    tests/bench/proxy/concurrent_cpu.py [--rounds 16] [--seconds 3] [--connections 16]
+                                        [--baseline NAME=DPGATE_BINARY ...] [--no-peers]
+
+bench_proxy.py runs the proxies one after the other, so a neighbour's burst
+on the host lands on whichever proxy runs then, and rounds of one run
+spread by 20 % and more. Here every proxy gets its own wrk (-t1) for the
+same seconds of each round, in front of one dpgate-sim: a burst slows all
+of them alike, and the ratio within a round keeps. CPU is the time each
+proxy's threads spent on a CPU (schedstat, in ns, not tick-sampled user
+and system time) per request wrk completed. Prints the median per proxy
+and, against dpgate, the median of the per-round ratios with every round's.
+The proxies compete for the same 2 CPUs, so figures are higher than one
+proxy alone; compare ratios, not absolute values, with bench_proxy.py.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import re
+import statistics
+import subprocess
+import sys
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+sys.path.insert(0, str(HERE))
+sys.path.insert(0, str(HERE.parents[1] / "integration"))
+import bench_proxy  # noqa: E402
+from harness import EXACT_SIM_COUNTS, Gateway, Sim, gateway_config  # noqa: E402
+
+
+def on_cpu_ns(pids: list[int]) -> int:
+    """Nanoseconds the processes' threads have run, from /proc/PID/task/TID/schedstat."""
+    total = 0
+    for pid in pids:
+        for task in Path(f"/proc/{pid}/task").iterdir():
+            try:
+                total += int((task / "schedstat").read_text().split()[0])
+            except (OSError, ValueError):
+                pass  # a thread that ended meanwhile
+    return total
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--rounds", type=int, default=16)
+    ap.add_argument("--seconds", type=int, default=3)
+    ap.add_argument("--connections", type=int, default=16, help="per proxy")
+    ap.add_argument("--baseline", action="append", default=[], metavar="NAME=BINARY",
+                    help="another dpgate binary on the same simulator and config")
+    ap.add_argument("--no-peers", action="store_true", help="dpgate binaries only")
+    args = ap.parse_args()
+
+    per_request: dict[str, list[float]] = {}
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, contextlib.ExitStack() as stack:
+        targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None))
+        ports = {"dpgate": targets["dpgate"]}
+        owners = {"dpgate": pids["dpgate"]}
+        config = gateway_config([("primary", sim, "primary")], threads=2, log={"level": "warn", "access": "off"},
+                                health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
+        for spec in args.baseline:
+            name, _, binary = spec.partition("=")
+            gw = stack.enter_context(Gateway(config, binary=Path(binary)))
+            ports[name], owners[name] = gw.port, [gw.pid]
+        if not args.no_peers:
+            for peer in bench_proxy.PEERS:
+                ports[peer], owners[peer] = targets[peer], pids[peer]
+        for round_index in range(args.rounds + 1):  # round 0 warms up
+            before = {name: on_cpu_ns(owners[name]) for name in ports}
+            loads = {name: subprocess.Popen(
+                ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
+                 "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
+                for name, port in ports.items()}
+            outputs = {name: load.communicate()[0] for name, load in loads.items()}
+            after = {name: on_cpu_ns(owners[name]) for name in ports}
+            if round_index == 0:
+                continue
+            for name, out in outputs.items():
+                if "Non-2xx" in out:
+                    print(f"{name}: wrk saw failed answers:\n{out}", file=sys.stderr)
+                    return 1
+                done = int(re.search(r"(\d+) requests in", out).group(1))
+                per_request.setdefault(name, []).append((after[name] - before[name]) / done / 1e3)
+
+    print(f"{args.rounds} rounds of {args.seconds} s, wrk -t1 -c{args.connections} per proxy, all at once; "
+          f"on-CPU us per request")
+    for name, values in per_request.items():
+        print(f"  {name:10s} median {statistics.median(values):6.2f}  rounds {[round(v, 1) for v in values]}")
+    for name, values in per_request.items():
+        if name == "dpgate":
+            continue
+        ratios = [other / mine for other, mine in zip(values, per_request["dpgate"])]
+        print(f"  {name}/dpgate CPU per request: median {statistics.median(ratios):.3f}x "
+              f"(below 1: {name} uses less); rounds {[round(r, 3) for r in ratios]}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
