@@ -26,8 +26,6 @@
 #include <sys/socket.h>
 
 #include <array>
-#include <cerrno>
-#include <cstring>
 
 namespace dpgate::gateway {
 
