@@ -159,16 +159,21 @@ def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None
     return {"rps": rps, "p50_ms": pct("50"), "p99_ms": pct("99"), "cpu_per_1k": cpu_per_1k}
 
 
+def bench_config(sim: Sim, workers: int) -> dict:
+    """The dpgate config every proxy benchmark runs: one backend, no access
+    log, and health probes that give a saturated machine slack (a probe
+    answered late would mark the only backend down and turn the run into 503s)."""
+    return gateway_config([("primary", sim, "primary")], threads=workers,
+                          log={"level": "warn", "access": "off"},
+                          health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
+
+
 @contextlib.contextmanager
 def proxies(sim: Sim, workers: int, baseline: Path | None):
     """dpgate, HAProxy and nginx (and the baseline dpgate) in front of `sim`:
     yields ({target: port}, {target: pids whose CPU is the proxy's})."""
-    # The peers log nothing and probe nothing: dpgate's health probes get the
-    # slack of a saturated machine (a probe answered late would mark the
-    # only backend down and turn the run into 503s).
-    config = gateway_config([("primary", sim, "primary")], threads=workers,
-                            log={"level": "warn", "access": "off"},
-                            health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
+    # The peers log nothing and probe nothing; dpgate's config (bench_config) likewise.
+    config = bench_config(sim, workers)
     with Gateway(config) as gw, contextlib.ExitStack() as stack:
         base = stack.enter_context(Gateway(config, binary=baseline)) if baseline else None
         prefix = Path(tempfile.mkdtemp(prefix="dpgate-peers-"))

@@ -32,7 +32,7 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(HERE.parents[1] / "integration"))
 import bench_proxy  # noqa: E402
-from harness import EXACT_SIM_COUNTS, Gateway, Sim, gateway_config  # noqa: E402
+from harness import EXACT_SIM_COUNTS, Gateway, Sim  # noqa: E402
 
 
 def on_cpu_ns(pids: list[int]) -> int:
@@ -62,8 +62,7 @@ def main() -> int:
         targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None))
         ports = {"dpgate": targets["dpgate"]}
         owners = {"dpgate": pids["dpgate"]}
-        config = gateway_config([("primary", sim, "primary")], threads=2, log={"level": "warn", "access": "off"},
-                                health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
+        config = bench_proxy.bench_config(sim, 2)
         for spec in args.baseline:
             name, _, binary = spec.partition("=")
             gw = stack.enter_context(Gateway(config, binary=Path(binary)))
