@@ -117,7 +117,6 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
 awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
     if (watch_) watch_->upstream = nullptr;
     connection_.reset();
-    parser_.reset();
     buildUpstreamRequest(slot.backend(), slot.rank());
     UpstreamPool& pool = c_.worker.pool(slot.backend());
     error_code error;
@@ -135,13 +134,12 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         // the head and body bytes stay in connection.buffer.
         if (watch_) watch_->upstream = connection_.get();
         UpstreamConnection& connection = *connection_;
-        Parser& parser = parser_.emplace();
+        Parser& parser = connection.answer.emplace();
         Attempt outcome = Attempt::ok;
         error_code rec;
         if (WriteNow now(&connection.stream.socket(), upstream_buffers_); !now.done()) {
             connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
-            auto [wec, wn] = co_await net::async_write(connection.stream, now.rest(), use_nothrow);
-            rec = wec;
+            rec = co_await writeRest(connection.stream, now);
         }
         if (!rec) connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
         while (!rec && !parser.is_header_done()) {
@@ -174,7 +172,7 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         answer.kind = UpstreamAnswer::Kind::client_gone;
     } else if (connection_) {
         answer.kind = UpstreamAnswer::Kind::answered;
-        answer.status = parser_->status();
+        answer.status = connection_->answer->status();
     } else {
         answer.kind = error == beast::error::timeout ? UpstreamAnswer::Kind::timed_out : UpstreamAnswer::Kind::failed;
         answer.error = error.message();
@@ -215,15 +213,16 @@ awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parse
 }
 
 void Relay::releaseConnection(size_t backend, bool whole) {
-    if (!connection_ || !whole || !parser_->keep_alive() || connection_->buffer.size() != 0) return;
+    if (!connection_ || !whole || !connection_->answer->keep_alive() || connection_->buffer.size() != 0) return;
     if (watch_ && watch_->client_gone) return;
     if (watch_) watch_->upstream = nullptr;
+    connection_->answer.reset();
     c_.worker.pool(backend).release(std::move(connection_));
 }
 
 awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
     const std::string& backend_name = slot.backendName();
-    Parser& parser = *parser_;
+    Parser& parser = *connection_->answer;
     const unsigned status = parser.status();
     constexpr size_t kMaxErrorBytes = 64 * 1024;
     std::string body;
@@ -255,12 +254,68 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
     co_return (written && c_.keep_alive);
 }
 
+void Relay::startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,
+                         uint32_t rank) const {
+    const bool no_body = parser.status() == 204 || parser.status() == 304;
+    ResponseFraming::Body body = ResponseFraming::Body::chunked;
+    uint64_t length = 0;
+    if (no_body) {
+        body = ResponseFraming::Body::none;
+    } else if (!parser.chunked() && parser.content_length()) {
+        body = ResponseFraming::Body::length;
+        length = *parser.content_length();
+    } else if (parser.is_done()) {
+        body = ResponseFraming::Body::length;
+    }
+    char route[160];
+    const size_t route_bytes = std::min(backend_name.size(), sizeof route - 16);
+    std::memcpy(route, backend_name.data(), route_bytes);
+    route[route_bytes] = '/';
+    auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
+    framing.start(parser, parser.status(), body, length, c_.keep_alive, c_.record.request_id,
+                  std::string_view(route, size_t(route_end - route)));
+}
+
+awaitable<void> Relay::answerBrokeOff(error_code error, const std::string& backend_name, ResponseFraming& framing,
+                                      bool sse_chunked, SseUsageParser* held_events) {
+    const conf::LimitsConfig& limits = c_.config.limits;
+    const bool header_sent = framing.headSent();
+    if (header_sent) c_.record.stream_abort = "upstream";
+    std::string why = error == beast::error::timeout
+                          ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
+                          : error.message();
+    logLine(LogLevel::warn,
+            "request " + c_.record.request_id + ": upstream " + backend_name + " broke mid-response: " + why);
+    if (!header_sent) {
+        // Nothing reached the client yet: it gets a clean gateway error.
+        ApiError failure = ApiError::badGateway("backend '" + backend_name + "' broke off its response: " + why + ".",
+                                                "backend_error");
+        co_await c_.session.writeError(failure, false);
+        co_return;
+    }
+    c_.record.rejection = "stream_interrupted";
+    if (sse_chunked) {
+        // The client must see a failure, not a stream that merely ends:
+        // first what is held of an unfinished event, then the error.
+        std::string event;
+        if (held_events) held_events->finish(&event);
+        if (!event.empty() && !event.ends_with("\n\n")) event.append("\n\n");
+        event.append(sseErrorEvent("the upstream stream from backend '" + backend_name +
+                                   "' broke before it completed: " + why + "."));
+        ClientStream& client = c_.session.stream();
+        client.expires_after(ms(limits.client_write_timeout_ms));
+        co_await net::async_write(client, framing.next(event, false), use_nothrow);
+        c_.record.bytes_out += event.size();
+    }
+    c_.session.close();
+}
+
 awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const size_t backend = slot.backend();
     const uint32_t rank = slot.rank();
     const conf::LimitsConfig& limits = c_.config.limits;
     const std::string& backend_name = slot.backendName();
-    Parser& parser = *parser_;
+    Parser& parser = *connection_->answer;
     UpstreamConnection& connection = *connection_;
     ClientStream& client = c_.session.stream();
     // Writes to a plain client try the socket first (write_now.hpp); TLS bytes go through the stream.
@@ -276,26 +331,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     if (parser.status() >= 400 && !event_stream) co_return co_await relayErrorAnswer(slot);
 
     ResponseFraming framing;
-    {
-        const bool no_body = parser.status() == 204 || parser.status() == 304;
-        ResponseFraming::Body body = ResponseFraming::Body::chunked;
-        uint64_t length = 0;
-        if (no_body) {
-            body = ResponseFraming::Body::none;
-        } else if (!parser.chunked() && parser.content_length()) {
-            body = ResponseFraming::Body::length;
-            length = *parser.content_length();
-        } else if (parser.is_done()) {
-            body = ResponseFraming::Body::length;
-        }
-        char route[160];
-        const size_t route_bytes = std::min(backend_name.size(), sizeof route - 16);
-        std::memcpy(route, backend_name.data(), route_bytes);
-        route[route_bytes] = '/';
-        auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
-        framing.start(parser, parser.status(), body, length, c_.keep_alive, c_.record.request_id,
-                      std::string_view(route, size_t(route_end - route)));
-    }
+    startFraming(framing, parser, backend_name, rank);
     const bool chunked = framing.body() == ResponseFraming::Body::chunked;
 
     // Usage for the per-slot token counters: from the final usage event of a
@@ -329,8 +365,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         error_code hec;
         if (WriteNow now(client_socket, framing.next({}, parser.is_done())); !now.done()) {
             client.expires_after(ms(limits.client_write_timeout_ms));
-            auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
-            hec = ec;
+            hec = co_await writeRest(client, now);
         }
         if (hec) {
             c_.record.status = 0;
@@ -353,34 +388,8 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
                 c_.record.stream_abort = "client";
                 co_return false;
             }
-            const bool header_sent = framing.headSent();
-            if (header_sent) c_.record.stream_abort = "upstream";
-            std::string why = rec == beast::error::timeout
-                                  ? "no data for " + std::to_string(limits.stream_idle_timeout_ms) + " ms"
-                                  : rec.message();
-            logLine(LogLevel::warn,
-                    "request " + c_.record.request_id + ": upstream " + backend_name + " broke mid-response: " + why);
-            if (!header_sent) {
-                // Nothing reached the client yet: it gets a clean gateway error.
-                ApiError failure = ApiError::badGateway(
-                    "backend '" + backend_name + "' broke off its response: " + why + ".", "backend_error");
-                co_await c_.session.writeError(failure, false);
-                co_return false;
-            }
-            c_.record.rejection = "stream_interrupted";
-            if (event_stream && chunked) {
-                // The client must see a failure, not a stream that merely ends:
-                // first what is held of an unfinished event, then the error.
-                std::string event;
-                if (filter_usage) stream_usage.finish(&event);
-                if (!event.empty() && !event.ends_with("\n\n")) event.append("\n\n");
-                event.append(sseErrorEvent("the upstream stream from backend '" + backend_name +
-                                           "' broke before it completed: " + why + "."));
-                client.expires_after(ms(limits.client_write_timeout_ms));
-                co_await net::async_write(client, framing.next(event, false), use_nothrow);
-                c_.record.bytes_out += event.size();
-            }
-            c_.session.close();
+            co_await answerBrokeOff(rec, backend_name, framing, event_stream && chunked,
+                                    filter_usage ? &stream_usage : nullptr);
             co_return false;
         }
         if (got == 0) continue;
@@ -403,8 +412,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         error_code wec;
         if (WriteNow now(client_socket, framing.next(piece, last)); !now.done()) {
             client.expires_after(ms(limits.client_write_timeout_ms));
-            auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
-            wec = ec;
+            wec = co_await writeRest(client, now);
         }
         if (wec) {
             // The client left or stopped draining: drop the upstream too.
@@ -424,8 +432,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         if (!framing.empty()) {
             if (WriteNow now(client_socket, tail); !now.done()) {
                 client.expires_after(ms(limits.client_write_timeout_ms));
-                auto [ec, n] = co_await net::async_write(client, now.rest(), use_nothrow);
-                fec = ec;
+                fec = co_await writeRest(client, now);
             }
             if (!fec) c_.record.bytes_out += filtered.size();
         }

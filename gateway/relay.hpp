@@ -18,10 +18,12 @@
 
 #include <array>
 #include <memory>
-#include <optional>
 #include <string>
 
 namespace dpgate::gateway {
+
+class ResponseFraming;
+class SseUsageParser;
 
 class Relay final : public UpstreamConnector {
 public:
@@ -61,6 +63,16 @@ private:
     // connection.buffer already holds first, a read only when that gave no
     // body byte. need_buffer (the piece filled the buffer) is not an error.
     awaitable<error_code> readBodyPiece(UpstreamConnection& connection, Parser& parser);
+    // The client's answer head for `parser`'s answer from backend_name/rank.
+    void startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,
+                      uint32_t rank) const;
+    // The upstream broke off an answer with `error`: a client that got
+    // nothing yet gets a gateway error, a chunked event stream ends in an
+    // error event after what `held_events` (if any) held back, and the
+    // connection closes. A coroutine of its own, so that relayAnswer's
+    // frame stays small.
+    awaitable<void> answerBrokeOff(error_code error, const std::string& backend_name, ResponseFraming& framing,
+                                   bool sse_chunked, SseUsageParser* held_events);
     // Gives the connection back to the pool when it can serve another request.
     void releaseConnection(size_t backend, bool whole);
     static awaitable<void> watch(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
@@ -69,8 +81,7 @@ private:
     const admission::Admitted& admitted_;
     const bool stream_usage_added_;
     std::shared_ptr<ClientWatch> watch_;
-    std::unique_ptr<UpstreamConnection> connection_;  // the last try's, while it has an answer
-    std::optional<Parser> parser_;
+    std::unique_ptr<UpstreamConnection> connection_;  // the last try's, with its answer, while it has one
     std::string upstream_head_;
     std::string splice_;  // spliced after the body's '{': max_tokens and/or stream_options
     std::array<net::const_buffer, 4> upstream_buffers_;

@@ -55,6 +55,15 @@ bool worthWatching(const admission::Admitted& admitted) {
     return admitted.stream || admitted.prompt_tokens >= kWatchPromptTokens;
 }
 
+RetryObserver logRetry(RequestContext& c) {
+    return [&c](const SlotLease& failed, const std::string& why, const SlotLease& next) {
+        ++c.record.retries;
+        logLine(LogLevel::warn, "request " + c.record.request_id + ": backend " + failed.backendName() + " rank " +
+                                    std::to_string(failed.rank()) + " " + why + "; retrying on " + next.backendName() +
+                                    " rank " + std::to_string(next.rank()));
+    };
+}
+
 awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
     const bool is_get = c.request.method() == http::verb::get;
     if (path == "/health" || path == "/v1/models") {
@@ -93,39 +102,23 @@ bool testFaultsEnabled() {
     return enabled;
 }
 
-}  // namespace
+// A refusal before admission, written from a frame of its own (the error
+// is moved in: serveRequest is not a coroutine and keeps nothing).
+awaitable<bool> refuse(RequestContext& c, ApiError error, http::field extra, std::string extra_value) {
+    co_return co_await c.session.writeError(error, c.keep_alive, extra, extra_value);
+}
 
-awaitable<bool> serveRequest(RequestContext& c) {
-    std::string_view target = c.request.target();
-    std::string_view path = target.substr(0, target.find('?'));
-    if (testFaultsEnabled() && c.request[beast::string_view("X-Dpgate-Test-Fault")] == "throw")
-        throw std::runtime_error("test fault: X-Dpgate-Test-Fault: throw");
+awaitable<bool> refuseNoBackend(RequestContext& c) {
+    return refuse(
+        c, ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable"),
+        http::field::unknown, {});
+}
 
-    // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
-    if (path.starts_with("/v1/")) {
-        Authentication who = authenticate(*c.server.keys(), c.request[http::field::authorization]);
-        if (who.refusal)
-            co_return co_await c.session.writeError(*who.refusal, c.keep_alive, http::field::www_authenticate,
-                                                    "Bearer");
-        c.key = std::move(who.key);
-        if (c.key) {
-            c.record.key_name = c.key->name;
-            c.record.key_hash = c.key->hash_prefix;
-        }
-    }
-    if (path != "/v1/chat/completions" && path != "/v1/completions") co_return co_await answerLocally(c, path);
-    if (c.request.method() != http::verb::post) {
-        ApiError error = ApiError::methodNotAllowed("use POST for " + std::string(path) + ".");
-        co_return co_await c.session.writeError(error, c.keep_alive);
-    }
-
-    // 2. How much they may: a slot of the key's limits, held until the answer is out.
-    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, std::chrono::steady_clock::now());
-    if (leased.refusal) {
-        const std::string retry_after = std::to_string(leased.retry_after_seconds);
-        co_return co_await c.session.writeError(*leased.refusal, c.keep_alive, http::field::retry_after, retry_after);
-    }
-    c.key_lease = std::move(leased.lease);
+// Steps 3 to 6 for a caller that may: the one coroutine frame a proxied
+// request's own path costs. What it holds stays under Asio's 1,020 bytes,
+// which it recycles instead of allocating: the refusals and the failures are
+// written by coroutines of their own.
+awaitable<bool> proxyRequest(RequestContext& c) {
     RequestOutcome outcome(c);
 
     // 3. Admit: what cannot succeed is refused here.
@@ -138,11 +131,7 @@ awaitable<bool> serveRequest(RequestContext& c) {
     // when that slot is overloaded or fails.
     Router& router = c.server.router();
     const RoutePlan plan = router.plan(affinityOf(c, admitted), double(admitted.prompt_tokens));
-    if (plan.empty()) {
-        ApiError error =
-            ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable");
-        co_return co_await c.session.writeError(error, c.keep_alive);
-    }
+    if (plan.empty()) co_return co_await refuseNoBackend(c);
 
     // 5. Forward with retry, through the Relay. Tokens of every stream are
     // counted: a client that did not ask for the usage chunk gets the stream
@@ -151,12 +140,7 @@ awaitable<bool> serveRequest(RequestContext& c) {
     Relay relay(c, admitted, stream_usage_added);
     if (worthWatching(admitted)) relay.watchClient();
     const std::optional<uint32_t> pin = pinnedRank(c);
-    const RetryObserver on_retry = [&c](const SlotLease& failed, const std::string& why, const SlotLease& next) {
-        ++c.record.retries;
-        logLine(LogLevel::warn, "request " + c.record.request_id + ": backend " + failed.backendName() + " rank " +
-                                    std::to_string(failed.rank()) + " " + why + "; retrying on " + next.backendName() +
-                                    " rank " + std::to_string(next.rank()));
-    };
+    const RetryObserver on_retry = logRetry(c);
     Forwarded forwarded = co_await forwardWithRetry(router, plan, pin, relay, on_retry);
     switch (forwarded.answer.kind) {
         case UpstreamAnswer::Kind::client_gone: co_return false;
@@ -169,6 +153,38 @@ awaitable<bool> serveRequest(RequestContext& c) {
     // 6. Account.
     accountAnswer(c, forwarded.lease, admitted);
     co_return keep_alive;
+}
+
+}  // namespace
+
+awaitable<bool> serveRequest(RequestContext& c) {
+    std::string_view target = c.request.target();
+    std::string_view path = target.substr(0, target.find('?'));
+    if (testFaultsEnabled() && c.request[beast::string_view("X-Dpgate-Test-Fault")] == "throw")
+        throw std::runtime_error("test fault: X-Dpgate-Test-Fault: throw");
+
+    // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
+    if (path.starts_with("/v1/")) {
+        Authentication who = authenticate(*c.server.keys(), c.request[http::field::authorization]);
+        if (who.refusal) return refuse(c, std::move(*who.refusal), http::field::www_authenticate, "Bearer");
+        c.key = std::move(who.key);
+        if (c.key) {
+            c.record.key_name = c.key->name;
+            c.record.key_hash = c.key->hash_prefix;
+        }
+    }
+    if (path != "/v1/chat/completions" && path != "/v1/completions") return answerLocally(c, path);
+    if (c.request.method() != http::verb::post)
+        return refuse(c, ApiError::methodNotAllowed("use POST for " + std::string(path) + "."), http::field::unknown,
+                      {});
+
+    // 2. How much they may: a slot of the key's limits, held until the answer is out.
+    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, std::chrono::steady_clock::now());
+    if (leased.refusal)
+        return refuse(c, std::move(*leased.refusal), http::field::retry_after,
+                      std::to_string(leased.retry_after_seconds));
+    c.key_lease = std::move(leased.lease);
+    return proxyRequest(c);
 }
 
 }  // namespace dpgate::gateway

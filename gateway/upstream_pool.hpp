@@ -6,16 +6,21 @@
 #include "conf/config.hpp"
 #include "gateway/net.hpp"
 #include "gateway/timed_socket.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include <atomic>
 #include <deque>
 #include <memory>
+#include <optional>
 
 namespace dpgate::gateway {
 
 struct UpstreamConnection {
     TimedSocket stream;
     beast::flat_buffer buffer;  // bytes read past the last response; must be empty to reuse
+    // The answer being read on this connection (set by the Relay, emptied
+    // before the connection goes back to the pool).
+    std::optional<UpstreamResponseParser> answer;
     std::chrono::steady_clock::time_point idle_since{};
     bool reused = false;  // came from the idle list: may have been closed by the peer meanwhile
     // A flat_buffer starts at 512 bytes: a typical answer would then take two

@@ -9,7 +9,11 @@
 // async_write only for what the socket did not take:
 //
 //     WriteNow now(&socket, buffers);
-//     if (!now.done()) co_await net::async_write(stream, now.rest(), ...);
+//     if (!now.done()) ec = co_await writeRest(stream, now);
+//
+// writeRest() is a coroutine of its own, so the caller's coroutine frame
+// holds no copy of the buffers across the wait: Asio recycles frames of up
+// to 1,020 bytes, and a larger one costs an allocation per request.
 //
 // A failed attempt writes nothing and leaves the error to the async write,
 // which meets it again and reports it as before.
@@ -21,6 +25,7 @@
 
 #include "gateway/net.hpp"
 
+#include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
 
 #include <sys/socket.h>
@@ -34,7 +39,8 @@ class WriteNow {
 public:
     // `socket` null: nothing is tried (a TLS stream, whose bytes are not
     // the socket's to write).
-    WriteNow(tcp::socket* socket, const Buffers& buffers) : rest_(buffers) {
+    // `buffers` must outlive the WriteNow (and its rest()): a temporary is refused.
+    WriteNow(tcp::socket* socket, const Buffers& buffers) : buffers_(buffers) {
         const size_t total = net::buffer_size(buffers);
         size_t sent = 0;
         if (socket != nullptr && total != 0) {
@@ -45,12 +51,19 @@ public:
                 sent = total <= kGatherBytes ? sendGathered(*socket, buffers, total) : socket->send(buffers, 0, ec);
             if (ec) sent = 0;
         }
-        rest_.consume(sent);
+        sent_ = sent;
         done_ = sent == total;
     }
 
+    WriteNow(tcp::socket* socket, Buffers&& buffers) = delete;
+
     bool done() const { return done_; }
-    const beast::buffers_suffix<Buffers>& rest() const { return rest_; }
+    // What the socket did not take.
+    beast::buffers_suffix<Buffers> rest() const {
+        beast::buffers_suffix<Buffers> rest(buffers_);
+        rest.consume(sent_);
+        return rest;
+    }
 
 private:
     static constexpr size_t kGatherBytes = 8192;
@@ -73,8 +86,16 @@ private:
         return n > 0 ? size_t(n) : 0;
     }
 
-    beast::buffers_suffix<Buffers> rest_;
+    const Buffers& buffers_;
+    size_t sent_ = 0;
     bool done_ = false;
 };
+
+// The rest of a write that `now` began, written asynchronously.
+template <class Stream, class Buffers>
+awaitable<error_code> writeRest(Stream& stream, const WriteNow<Buffers>& now) {
+    auto [ec, n] = co_await net::async_write(stream, now.rest(), use_nothrow);
+    co_return ec;
+}
 
 }  // namespace dpgate::gateway
