@@ -23,10 +23,12 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 // The conversation head as routing defines it (routing/affinity_key.hpp):
 // the tool definitions, the leading system/developer messages and the first
 // other message, each message's text parts joined. `scratch` keeps the
-// joined texts alive; its strings are reused from request to request (their
-// capacity stays), so a steady stream of requests allocates nothing here.
-std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch) {
-    routing::ConversationView view;
+// joined texts alive and `view` their views; both are reused from request to
+// request (their capacity stays), so a steady stream of requests allocates
+// nothing here.
+std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch,
+                                  routing::ConversationView& view) {
+    view.messages.clear();
     view.tools = chat.tools_json;
     // Room for every message first: the views taken below must not move
     // with a reallocation (a short text lives inside its std::string).
@@ -293,7 +295,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
     admitted.prompt_cache_key = request_.prompt_cache_key;
     admitted.user = request_.user;
     if (chat) {
-        admitted.head_hash = conversationHeadKey(request_.chat, head_scratch_);
+        admitted.head_hash = conversationHeadKey(request_.chat, head_scratch_, head_view_);
     } else if (!request_.prompt_texts.empty()) {
         routing::ConversationView view;
         view.messages.push_back({"prompt", request_.prompt_texts.front()});

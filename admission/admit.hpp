@@ -21,6 +21,7 @@
 #include "admission/template/vllm_render.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/verdict.hpp"
+#include "routing/affinity_key.hpp"
 
 namespace dpgate::admission {
 
@@ -83,6 +84,7 @@ private:
     ScannedRequest request_;
     std::string prompt_;  // rendered chat prompt, reused across requests
     std::vector<std::string> head_scratch_;
+    routing::ConversationView head_view_;
 };
 
 // Tokens `text` can have at most: bytes of its ordinary segments (byte-level

@@ -499,6 +499,8 @@ std::optional<ScanError> readMessages(od::value& value, jinja::Arena& arena, Cha
     od::array array;
     if (auto error = value.get_array().get(array)) return jsonError(path, error);
     std::size_t index = 0;
+    // One allocation for a short conversation, not one per doubling.
+    chat.messages.reserve(8);
     for (auto element_result : array) {
         od::value element;
         if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);

@@ -65,8 +65,12 @@ void appendMillis(std::string& out, double seconds) {
 std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::time_point now) {
     std::string out;
     out.reserve(384);
-    std::time_t t = std::chrono::system_clock::to_time_t(r.time);
-    auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(r.time.time_since_epoch()).count() % 1000;
+    const auto began = r.time != std::chrono::system_clock::time_point{}
+                           ? r.time
+                           : std::chrono::system_clock::now() -
+                                 std::chrono::duration_cast<std::chrono::system_clock::duration>(now - r.started);
+    std::time_t t = std::chrono::system_clock::to_time_t(began);
+    auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(began.time_since_epoch()).count() % 1000;
     std::tm tm{};
     gmtime_r(&t, &tm);
     char stamp[40];

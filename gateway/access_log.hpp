@@ -21,8 +21,10 @@
 namespace dpgate::gateway {
 
 struct AccessRecord {
-    std::chrono::system_clock::time_point time = std::chrono::system_clock::now();
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    // When the request began, on the wall clock. Unset, the access line
+    // derives it from `started` (no wall-clock read per request unless logged).
+    std::chrono::system_clock::time_point time{};
     std::string request_id;
     std::string method;
     std::string path;  // without the query

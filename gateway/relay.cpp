@@ -2,6 +2,7 @@
 
 #include "gateway/client_session.hpp"
 #include "gateway/forwarded_headers.hpp"
+#include "gateway/head_writer.hpp"
 #include "gateway/in_flight.hpp"
 #include "gateway/log.hpp"
 #include "gateway/parse_buffered.hpp"
@@ -88,23 +89,29 @@ void Relay::buildUpstreamRequest(size_t backend, uint32_t rank) {
 
     std::string& h = upstream_head_;
     h.clear();
-    h.reserve(512 + request.target().size());
-    h.append(request.method_string()).append(" "sv).append(request.target()).append(" HTTP/1.1\r\n"sv);
-    h.append("Host: "sv).append(config.host).append(":"sv).append(std::to_string(config.port)).append("\r\n"sv);
+    const std::string_view method = request.method_string(), target = request.target();
+    {
+        HeadWriter w(h, 64 + method.size() + target.size() + config.host.size());
+        w.put(method).put(" "sv).put(target).put(" HTTP/1.1\r\nHost: "sv).put(config.host).put(":"sv);
+        w.put(uint64_t(config.port)).put("\r\n"sv);
+    }
     // The client's credentials stay at the gateway; the rank is dpgate's to set.
     static const FieldNames kSetHere = {
         "host", "authorization", "x-data-parallel-rank", "x-forwarded-for", "x-request-id", "content-length", "expect"};
     appendEndToEndFields(request.fields(), h, kSetHere);
-    std::string_view forwarded_for = request[beast::string_view("X-Forwarded-For")];
-    h.append("X-Forwarded-For: "sv);
-    if (!forwarded_for.empty()) h.append(forwarded_for).append(", "sv);
-    h.append(c_.session.peerAddress()).append("\r\n"sv);
-    h.append("X-Request-ID: "sv).append(c_.record.request_id).append("\r\n"sv);
-    h.append("X-data-parallel-rank: "sv).append(std::to_string(rank)).append("\r\n"sv);
-    if (!config.credential_env.empty())
-        if (const char* token = std::getenv(config.credential_env.c_str()))
-            h.append("Authorization: Bearer "sv).append(token).append("\r\n"sv);
-    h.append("Content-Length: "sv).append(std::to_string(body_bytes)).append("\r\n\r\n"sv);
+    const std::string_view forwarded_for = request[beast::string_view("X-Forwarded-For")];
+    const std::string_view peer = c_.session.peerAddress();
+    {
+        HeadWriter w(h, 160 + forwarded_for.size() + peer.size() + c_.record.request_id.size());
+        w.put("X-Forwarded-For: "sv);
+        if (!forwarded_for.empty()) w.put(forwarded_for).put(", "sv);
+        w.put(peer).put("\r\nX-Request-ID: "sv).put(c_.record.request_id);
+        w.put("\r\nX-data-parallel-rank: "sv).put(uint64_t(rank)).put("\r\n"sv);
+        if (!config.credential_env.empty())
+            if (const char* token = std::getenv(config.credential_env.c_str()))
+                w.put("Authorization: Bearer "sv).put(token).put("\r\n"sv);
+        w.put("Content-Length: "sv).put(uint64_t(body_bytes)).put("\r\n\r\n"sv);
+    }  // h now ends after the head
 
     if (!splice_.empty()) {
         upstream_buffers_ = {net::buffer(h), net::buffer(body.data(), admitted_.splice_offset), net::buffer(splice_),
@@ -254,6 +261,12 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
     co_return (written && c_.keep_alive);
 }
 
+void Relay::firstByteSent() {
+    if (c_.record.ttfb_seconds >= 0) return;
+    c_.record.ttfb_seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - c_.record.started).count();
+}
+
 void Relay::startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,
                          uint32_t rank) const {
     const bool no_body = parser.status() == 204 || parser.status() == 304;
@@ -342,13 +355,8 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
+    std::string_view whole_answer;  // a body that came in one piece, read where it lies
     constexpr size_t kAnswerCopyBytes = 1 << 20;
-    auto first_byte = [&, recorded = false]() mutable {
-        if (recorded) return;
-        recorded = true;
-        c_.record.ttfb_seconds =
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - c_.record.started).count();
-    };
 
     struct Buffer {
         Worker& worker;
@@ -371,7 +379,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             c_.record.status = 0;
             co_return false;  // the client left; the connection closes with the upstream request
         }
-        first_byte();
+        firstByteSent();
     }
 
     while (!parser.is_done()) {
@@ -404,6 +412,8 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             if (piece.empty()) continue;
         } else if (event_stream) {
             stream_usage.observe(piece);
+        } else if (c_.record.bytes_out == 0 && parser.is_done()) {
+            whole_answer = piece;  // the chunk buffer holds it until the end
         } else if (answer_copy.size() + got <= kAnswerCopyBytes) {
             answer_copy.append(piece);
         }
@@ -420,7 +430,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             co_return false;
         }
         c_.record.bytes_out += piece.size();
-        first_byte();
+        firstByteSent();
     }
 
     error_code fec;
@@ -438,12 +448,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         }
     }
 
-    first_byte();
+    firstByteSent();
     if (event_stream) {
         if (!filter_usage) stream_usage.finish();
         c_.record.usage = stream_usage.usage();
     } else {
-        c_.record.usage = parseUsageJson(answer_copy);
+        c_.record.usage = parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer);
     }
     releaseConnection(backend, true);
     co_return (!fec && c_.keep_alive);

@@ -63,6 +63,8 @@ private:
     // connection.buffer already holds first, a read only when that gave no
     // body byte. need_buffer (the piece filled the buffer) is not an error.
     awaitable<error_code> readBodyPiece(UpstreamConnection& connection, Parser& parser);
+    // The record's time to first byte, when it has none yet.
+    void firstByteSent();
     // The client's answer head for `parser`'s answer from backend_name/rank.
     void startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,
                       uint32_t rank) const;

@@ -179,7 +179,7 @@ awaitable<bool> serveRequest(RequestContext& c) {
                       {});
 
     // 2. How much they may: a slot of the key's limits, held until the answer is out.
-    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, std::chrono::steady_clock::now());
+    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, c.record.started);
     if (leased.refusal)
         return refuse(c, std::move(*leased.refusal), http::field::retry_after,
                       std::to_string(leased.retry_after_seconds));

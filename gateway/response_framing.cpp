@@ -1,11 +1,14 @@
 #include "gateway/response_framing.hpp"
 
 #include "gateway/forwarded_headers.hpp"
+#include "gateway/head_writer.hpp"
 #include "gateway/upstream_response_parser.hpp"
 
 #include <charconv>
 
 namespace dpgate::gateway {
+
+using namespace std::string_view_literals;
 
 void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned status, Body body, uint64_t content_length,
                             bool keep_alive, std::string_view request_id, std::string_view route) {
@@ -13,25 +16,23 @@ void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned sta
     head_sent_ = false;
     finished_ = body == Body::none;
     head_.clear();
-    head_.reserve(512);
     std::string_view reason = http::obsolete_reason(http::int_to_status(status));
     if (http::int_to_status(status) == http::status::unknown) reason = "Unknown";
-    char code[8];
-    auto [code_end, ec] = std::to_chars(code, code + sizeof code, status);
-    head_.append("HTTP/1.1 ").append(code, code_end).append(" ").append(reason).append("\r\n");
+    {
+        HeadWriter w(head_, 32 + reason.size());
+        w.put("HTTP/1.1 "sv).put(uint64_t(status)).put(" "sv).put(reason).put("\r\n"sv);
+    }
     static const FieldNames kSetHere = {"content-length", "x-request-id", "x-dpgate-route"};
     appendEndToEndFields(upstream.fields(), head_, kSetHere);
-    head_.append("X-Request-ID: ").append(request_id).append("\r\n");
-    head_.append("X-Dpgate-Route: ").append(route).append("\r\n");
+    HeadWriter w(head_, 128 + request_id.size() + route.size());
+    w.put("X-Request-ID: "sv).put(request_id).put("\r\nX-Dpgate-Route: "sv).put(route).put("\r\n"sv);
     if (body == Body::length) {
-        char length[24];
-        auto [end, lec] = std::to_chars(length, length + sizeof length, content_length);
-        head_.append("Content-Length: ").append(length, end).append("\r\n");
+        w.put("Content-Length: "sv).put(content_length).put("\r\n"sv);
     } else if (body == Body::chunked) {
-        head_.append("Transfer-Encoding: chunked\r\n");
+        w.put("Transfer-Encoding: chunked\r\n"sv);
     }
-    if (!keep_alive) head_.append("Connection: close\r\n");
-    head_.append("\r\n");
+    if (!keep_alive) w.put("Connection: close\r\n"sv);
+    w.put("\r\n"sv);
 }
 
 const ResponseFraming::Buffers& ResponseFraming::next(std::string_view piece, bool last) {

@@ -1,5 +1,7 @@
 #include "gateway/router.hpp"
 
+#include "gateway/coarse_clock.hpp"
+
 #include <boost/container/small_vector.hpp>
 
 namespace dpgate::gateway {
@@ -12,7 +14,8 @@ size_t totalRanks(const conf::Config& config) {
     return ranks;
 }
 
-double nowSeconds() { return routing::meterSeconds(std::chrono::steady_clock::now()); }
+// The work meter's window is minutes long: a tick's precision is plenty.
+double nowSeconds() { return routing::meterSeconds(coarseNow()); }
 
 }  // namespace
 

@@ -12,6 +12,7 @@
 // timeout the gateway has.
 #pragma once
 
+#include "gateway/coarse_clock.hpp"
 #include "gateway/drain_aware_read.hpp"
 #include "gateway/net.hpp"
 
@@ -20,34 +21,12 @@
 
 #include <chrono>
 #include <cstddef>
-#include <ctime>
 #include <type_traits>
 #include <utility>
 
 namespace dpgate::gateway {
 
 class TimedSocket;
-
-// steady_clock's clock (CLOCK_MONOTONIC on Linux) as of the last kernel
-// tick, plus one tick and 10 ms, read without the time-stamp counter read
-// now() makes (the deadline of every read and write took one: about 1% of a
-// small proxied request's CPU in issue 18's profile). A tick value can lag
-// by more than a tick when the timekeeping update comes late (a loaded
-// virtual machine: a few ms, seen in CI); the 10 ms keep a deadline from
-// coming early then, and deadlines are only as exact as the 100 ms sweep
-// period anyway.
-inline std::chrono::steady_clock::time_point deadlineNow() noexcept {
-    static const std::chrono::nanoseconds tick = [] {
-        timespec resolution{};
-        clock_getres(CLOCK_MONOTONIC_COARSE, &resolution);
-        return std::chrono::seconds(resolution.tv_sec) + std::chrono::nanoseconds(resolution.tv_nsec);
-    }();
-    timespec now{};
-    clock_gettime(CLOCK_MONOTONIC_COARSE, &now);
-    return std::chrono::steady_clock::time_point(std::chrono::duration_cast<std::chrono::steady_clock::duration>(
-        std::chrono::seconds(now.tv_sec) + std::chrono::nanoseconds(now.tv_nsec) + tick +
-        std::chrono::milliseconds(10)));
-}
 
 // The sockets of one worker, in an intrusive list: linking and unlinking is
 // a few pointer writes, and the sweep walks them all. One thread only.

@@ -14,7 +14,7 @@ UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const c
       idle_timeout_(idle_timeout_ms) {}
 
 std::unique_ptr<UpstreamConnection> UpstreamPool::takeIdle() {
-    auto now = std::chrono::steady_clock::now();
+    const auto now = coarseNow();  // an age against seconds: a tick's precision is plenty
     while (!idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
@@ -80,7 +80,7 @@ void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
         idle_total_.fetch_sub(1, std::memory_order_relaxed);
     }
     connection->stream.expires_never();
-    connection->idle_since = std::chrono::steady_clock::now();
+    connection->idle_since = coarseNow();
     idle_.push_back(std::move(connection));
     idle_total_.fetch_add(1, std::memory_order_relaxed);
 }

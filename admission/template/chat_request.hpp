@@ -8,6 +8,8 @@
 #include <string_view>
 #include <vector>
 
+#include <boost/container/small_vector.hpp>
+
 #include "admission/template/jinja/value.hpp"
 
 namespace dpgate::admission {
@@ -24,8 +26,9 @@ struct ChatMessage {
     // without parts), which some templates treat differently.
     bool content_null = true;
     bool content_is_string = false;
-    std::vector<ChatContentPart> parts;  // a string content is one text part
-    std::uint32_t images = 0;            // image_url / input_image parts
+    // A string content is one text part, held without an allocation.
+    boost::container::small_vector<ChatContentPart, 1> parts;
+    std::uint32_t images = 0;  // image_url / input_image parts
     // Assistant `tool_calls` (non-null): the calls as the template sees them,
     // {"id", "function": {"arguments" (parsed), "name"}, "type"}.
     bool has_tool_calls = false;
