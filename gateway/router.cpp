@@ -4,6 +4,8 @@
 
 #include <boost/container/small_vector.hpp>
 
+#include <algorithm>
+
 namespace dpgate::gateway {
 
 namespace {
@@ -63,8 +65,7 @@ void Router::applyReload(const conf::RoutingConfig& routing) {
     work_meter_.setWindow(double(routing.work_window_ms) / 1000.0);
 }
 
-RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens,
-                         bool known_slot) {
+RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry) {
     RoutePlan plan;
     plan.key = key;
     plan.prompt_tokens = prompt_tokens;
@@ -78,7 +79,7 @@ RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key
     plan.uncached.resize(n);
     for (size_t i = 0; i < n; ++i) loads[i] = double(loads_[t.load_index[i]].load(std::memory_order_relaxed));
     std::optional<size_t> last_slot = cache_estimate_.uncachedTokens(key, t.chooser, prompt_tokens, plan.uncached);
-    if (!known_slot) last_slot.reset();
+    if (retry) last_slot.reset();
     // New conversations avoid ranks that did more than their share of the
     // recent prefill work; known ones stay on the rank that served them last,
     // and need no look at the work meter (its lock is shared by every worker).
@@ -86,24 +87,32 @@ RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key
         work.resize(n);
         work_meter_.values(t.load_index, nowSeconds(), work);
     }
-    plan.preference = t.chooser.preference({key, loads, plan.uncached, prompt_tokens, work, last_slot});
+    const routing::RouteRequest request{key, loads, plan.uncached, prompt_tokens, work, last_slot};
+    if (retry) {
+        const std::vector<size_t> order = t.chooser.preference(request);
+        plan.preference.assign(order.begin(), order.end());
+    } else {
+        plan.preference.push_back(t.chooser.choose(request));  // preference()'s first, without ordering the rest
+    }
     return plan;
 }
 
 RoutePlan Router::plan(uint64_t key, double prompt_tokens) {
-    return planOn(backends_.routingTable(), key, prompt_tokens, true);
+    return planOn(backends_.routingTable(), key, prompt_tokens, false);
 }
 
 RoutePlan Router::replan(const RoutePlan& previous, const SlotLease& failed) {
     // The failure just rebuilt the routing table (in failover mode the
     // standby's ranks replace the primary's): the retry goes to the key's
     // first choice there, never back to the slot that failed.
-    RoutePlan plan = planOn(backends_.routingTable(), previous.key, previous.prompt_tokens, false);
+    RoutePlan plan = planOn(backends_.routingTable(), previous.key, previous.prompt_tokens, true);
     if (plan.empty()) return plan;
     const auto& slots = plan.table->chooser.slots();
-    std::erase_if(plan.preference, [&](size_t i) {
-        return slots[i].backend_index == failed.backend() && slots[i].rank == failed.rank();
-    });
+    plan.preference.erase(
+        std::remove_if(
+            plan.preference.begin(), plan.preference.end(),
+            [&](size_t i) { return slots[i].backend_index == failed.backend() && slots[i].rank == failed.rank(); }),
+        plan.preference.end());
     return plan;
 }
 

@@ -32,8 +32,10 @@ class Router;
 // One request's view of the routing table: its slots, best first.
 struct RoutePlan {
     std::shared_ptr<const RoutingTable> table;  // null or empty: nothing is routable
-    std::vector<size_t> preference;             // indexes into table->chooser.slots()
-    uint64_t key = 0;                           // the affinity key
+    // Indexes into table->chooser.slots(). A first plan holds only the chosen
+    // slot (a retry replans); a replan, every slot but the one that failed.
+    boost::container::small_vector<size_t, 1> preference;
+    uint64_t key = 0;  // the affinity key
     double prompt_tokens = 0;
     // Per slot of the table: the prompt tokens not expected in its cache when
     // the plan was made (what the lease charges; on the stack up to 16 slots).
@@ -110,7 +112,9 @@ public:
 
 private:
     friend class SlotLease;
-    RoutePlan planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool known_slot);
+    // `retry`: the plan after a failure, which ignores the key's last slot and
+    // orders every slot (the first plan needs only the chosen one).
+    RoutePlan planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry);
 
     BackendRegistry& backends_;
     std::unique_ptr<std::atomic<int64_t>[]> loads_;

@@ -217,3 +217,34 @@ TEST(Router, TheSecondTurnOfAConversationGoesWhereTheFirstWent) {
     const RoutePlan second = f.router.plan(1234, 2100);
     EXPECT_EQ(second.table->chooser.slots()[second.preference[0]].rank, rank);
 }
+
+TEST(Router, AFirstPlanHoldsTheChoosersFirstPreferenceOnly) {
+    // The first plan asks the chooser for its choice alone (a retry replans):
+    // it must be the head of the full preference order on the same loads,
+    // costs and recent work, as new keys' leases pile up and homes get busy.
+    Fixture f;
+    std::vector<SlotLease> held;
+    int spilled = 0;  // keys whose choice was not their home
+    for (uint64_t key = 1; key <= 200; ++key) {
+        const double prompt = double(100 * (key % 7 + 1));
+        const RoutePlan plan = f.router.plan(key, prompt);
+        ASSERT_EQ(plan.preference.size(), 1u);
+        const auto& chooser = plan.table->chooser;
+        std::vector<double> loads(chooser.size()), work(chooser.size());
+        for (size_t i = 0; i < chooser.size(); ++i) {
+            const routing::Slot& slot = chooser.slots()[i];
+            loads[i] = double(f.router.queuedPrefill(slot.backend_index, slot.rank));
+            work[i] = f.router.recentWork(slot.backend_index, slot.rank, std::chrono::steady_clock::now());
+        }
+        const std::vector<size_t> order = chooser.preference({key, loads, plan.uncached, prompt, work, std::nullopt});
+        EXPECT_EQ(plan.preference[0], order.front()) << "key " << key;
+        spilled += order.front() != chooser.rendezvousOrder(key).front();
+        if (key % 4 == 0) held.push_back(f.router.lease(plan, 0));
+    }
+    EXPECT_GT(spilled, 0) << "busy homes were part of the test";
+    // A replan orders every slot but the one that failed.
+    const RoutePlan first = f.router.plan(4242, 100);
+    SlotLease lease = f.router.lease(first, 0);
+    const RoutePlan again = f.router.replan(first, lease);
+    EXPECT_EQ(again.preference.size(), first.table->chooser.size() - 1);
+}
