@@ -3,7 +3,7 @@
 //   authenticate        caller.hpp         who is calling (every /v1/ path)
 //   lease the key       caller.hpp         a slot of the key's limits, held until the answer is out
 //   admit               admit_request.hpp  what cannot succeed is refused before any backend sees it
-//   plan the route      router.hpp         the slots in preference order for this conversation
+//   plan the route      router.hpp         the conversation's slot (a retry orders the others)
 //   forward with retry  retry.hpp          one try and one retry through the Relay (relay.hpp)
 //   account             accounting.hpp     what the answer's usage teaches
 //
@@ -15,7 +15,10 @@
 
 namespace dpgate::gateway {
 
-// Returns whether the client connection may serve another request.
+// Returns whether the client connection may serve another request. The
+// checks before admission run at the call, not in a coroutine frame; what
+// they decide (a refusal, a local answer, the proxied path) is the returned
+// coroutine.
 awaitable<bool> serveRequest(RequestContext& c);
 
 }  // namespace dpgate::gateway
