@@ -3,12 +3,14 @@
 timing on a shared machine (docs/BENCHMARKS.md, issue 18).
 
     tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10]
+    tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10]
 
 Starts dpgate-sim and the dpgate binary (default build/bin/dpgate, one worker
 thread) under valgrind's callgrind, warms up with wrk for 3 s, zeroes the
 counters, runs wrk -c4 with tests/bench/proxy/bench_post.lua, dumps, and
 prints the instructions (Ir) per request and the dump's path, for
-callgrind_annotate --inclusive=yes.
+callgrind_annotate --inclusive=yes. --peer measures HAProxy (nbthread 1) or
+nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
 """
 
 from __future__ import annotations
@@ -24,38 +26,73 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "integration"))
-from harness import EXACT_SIM_COUNTS, Gateway, Sim, bin_dir, gateway_config  # noqa: E402
+from harness import EXACT_SIM_COUNTS, Gateway, Sim, bin_dir, free_port, gateway_config, wait_for_port  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import bench_proxy  # noqa: E402
 
 LUA = Path(__file__).resolve().parent / "bench_post.lua"
+
+
+def under_load(pid: int, url: str, seconds: int) -> int:
+    """Warms up, zeroes the counters of the callgrind in `pid`, loads `url`,
+    dumps; returns the requests of the measured run."""
+    subprocess.run(["wrk", "-t1", "-c4", "-d3s", "-s", str(LUA), url], capture_output=True, check=True)
+    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True)
+    out = subprocess.run(["wrk", "-t1", "-c4", f"-d{seconds}s", "-s", str(LUA), url], capture_output=True, text=True,
+                         check=True).stdout
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
+    time.sleep(1)
+    return int(re.search(r"(\d+) requests in", out).group(1))
+
+
+def peer_argv(peer: str, out_dir: Path, sim_port: int, port: int) -> list[str]:
+    if peer == "nginx":
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (out_dir / d).mkdir()
+        conf = out_dir / "nginx.conf"
+        conf.write_text("master_process off;\n" +
+                        bench_proxy.NGINX_CONF.format(workers=1, prefix=out_dir, sim_port=sim_port, port=port))
+        return ["nginx", "-p", str(out_dir), "-c", str(conf)]
+    conf = out_dir / "haproxy.cfg"
+    conf.write_text(bench_proxy.HAPROXY_CONF.format(workers=1, sim_port=sim_port, port=port))
+    return ["haproxy", "-db", "-f", str(conf)]
 
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary", nargs="?", type=Path, default=bin_dir() / "dpgate")
+    ap.add_argument("--peer", choices=["haproxy", "nginx"])
     ap.add_argument("--seconds", type=int, default=10)
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
-    wrapper = out_dir / "dpgate-under-callgrind.sh"
-    wrapper.write_text(f"#!/bin/sh\nexec valgrind --tool=callgrind --callgrind-out-file={out_dir}/callgrind.out.%p "
-                       f"{args.binary.resolve()} \"$@\"\n")
-    wrapper.chmod(0o755)
+    valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
-        config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
-        with Gateway(config, binary=wrapper, timeout=120) as gw:
-            url = f"http://127.0.0.1:{gw.port}"
-            subprocess.run(["wrk", "-t1", "-c4", "-d3s", "-s", str(LUA), url], capture_output=True, check=True)
-            subprocess.run(["callgrind_control", "-z", str(gw.pid)], capture_output=True, check=True)
-            out = subprocess.run(["wrk", "-t1", "-c4", f"-d{args.seconds}s", "-s", str(LUA), url],
-                                 capture_output=True, text=True, check=True).stdout
-            subprocess.run(["callgrind_control", "-d", str(gw.pid)], capture_output=True, check=True)
-            requests = int(re.search(r"(\d+) requests in", out).group(1))
-            time.sleep(1)
+        if args.peer:
+            name = args.peer
+            port = free_port()
+            peer = subprocess.Popen(valgrind + peer_argv(args.peer, out_dir, sim.port, port), stdout=subprocess.DEVNULL,
+                                    stderr=subprocess.DEVNULL)
+            try:
+                wait_for_port(port, timeout=60)
+                requests = under_load(peer.pid, f"http://127.0.0.1:{port}", args.seconds)
+            finally:
+                peer.terminate()
+                peer.wait()
+        else:
+            name = str(args.binary)
+            wrapper = out_dir / "dpgate-under-callgrind.sh"
+            wrapper.write_text(f"#!/bin/sh\nexec {' '.join(valgrind)} {args.binary.resolve()} \"$@\"\n")
+            wrapper.chmod(0o755)
+            config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
+            with Gateway(config, binary=wrapper, timeout=120) as gw:
+                requests = under_load(gw.pid, f"http://127.0.0.1:{gw.port}", args.seconds)
     dumps = sorted(glob.glob(f"{out_dir}/callgrind.out.*.1"), key=os.path.getmtime)
     if not dumps or requests == 0:
         print("no callgrind dump or no requests", file=sys.stderr)
         return 1
     total = next(int(line.split()[1]) for line in open(dumps[0]) if line.startswith(("summary:", "totals:")))
-    print(f"{args.binary}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
+    print(f"{name}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
     return 0
 
 
