@@ -108,7 +108,11 @@ std::optional<AcceptanceRecord> parseRecord(std::string_view text_in, std::strin
         if (!checks.is_array()) throw std::string("'checks' must be a list");
         for (const json& c : checks) {
             if (!c.is_object()) throw std::string("a check must be an object");
-            r.checks.push_back({text(c, "name"), flag(c, "passed"), text(c, "detail")});
+            CheckResult check{text(c, "name"), flag(c, "passed"), text(c, "detail")};
+            // Records are compared check by check, by name (compareRecords).
+            for (const CheckResult& seen : r.checks)
+                if (seen.name == check.name) throw "check '" + check.name + "' appears twice";
+            r.checks.push_back(std::move(check));
         }
         // A record that says it passed with a failed check is not trusted.
         for (const CheckResult& c : r.checks)

@@ -73,6 +73,12 @@ TEST(AcceptanceRecord, RefusesWhatIsNotAWholeRecord) {
     missing.replace(missing.find("\"url\""), 5, "\"uri\"");
     EXPECT_FALSE(parseRecord(missing, error));
     EXPECT_EQ(error, "missing field 'url'");
+    // Checks are compared by name: a name twice is not a record dpgate wrote
+    // (found by fuzz_acceptance: the copy compared unequal to itself).
+    AcceptanceRecord twice = sample();
+    twice.checks.push_back(twice.checks[0]);
+    EXPECT_FALSE(parseRecord(recordJson(twice), error));
+    EXPECT_EQ(error, "check 'models' appears twice");
     // A record claiming to pass with a failed check is not believed.
     AcceptanceRecord lying = sample();
     lying.checks[1].passed = false;
