@@ -1,6 +1,7 @@
 #include "gateway/forwarded_headers.hpp"
 
 #include "gateway/head_fields.hpp"
+#include "gateway/head_writer.hpp"
 #include "gateway/http_grammar.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -9,7 +10,6 @@
 
 #include <algorithm>
 #include <array>
-#include <cstring>
 
 namespace dpgate::gateway {
 
@@ -68,21 +68,6 @@ void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, E
     });
 }
 
-void appendLine(std::string& head, std::string_view name, std::string_view value) {
-    // One growth check, then plain copies.
-    const size_t at = head.size();
-    head.resize(at + name.size() + value.size() + 4);
-    char* out = head.data() + at;
-    std::memcpy(out, name.data(), name.size());
-    out += name.size();
-    *out++ = ':';
-    *out++ = ' ';
-    std::memcpy(out, value.data(), value.size());
-    out += value.size();
-    *out++ = '\r';
-    *out = '\n';
-}
-
 }  // namespace
 
 FieldNames::FieldNames(std::initializer_list<std::string_view> names) {
@@ -104,8 +89,10 @@ bool FieldNames::contains(http::field id, std::string_view name) const {
 }
 
 void appendEndToEndFields(const HeadFields& from, std::string& head, const FieldNames& also_drop) {
-    forEachEndToEndField(from, also_drop,
-                         [&](std::string_view name, std::string_view value) { appendLine(head, name, value); });
+    HeadWriter w(head, 256);  // a hint: a longer head grows the string
+    forEachEndToEndField(from, also_drop, [&](std::string_view name, std::string_view value) {
+        w.put(name).put(": ").put(value).put("\r\n");
+    });
 }
 
 }  // namespace dpgate::gateway
