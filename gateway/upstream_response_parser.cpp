@@ -131,6 +131,9 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
             ec = http::error::bad_field;
             return;
         }
+        // A folded value goes on in the next line: refused before this line's
+        // value is judged, as only its first piece has been read.
+        if (isBlank(*p)) return refuse(http::error::bad_value, ec);
         const http::field id = fieldId(name);
         fields_.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         if (!readFramingField(id, value, ec)) return;
@@ -265,6 +268,10 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
         std::string_view name, value;
         if (readField(p, name, value)) {
             ec = http::error::bad_field;
+            return 0;
+        }
+        if (isBlank(*p)) {
+            refuse(http::error::bad_value, ec);  // the value goes on folded
             return 0;
         }
         const http::field id = fieldId(name);

@@ -81,6 +81,9 @@ TEST(UpstreamResponseParser, LooksUpFieldsByIdAndByName) {
 TEST(UpstreamResponseParser, RefusesOnPurposeWhatItCouldNotRelayFaithfully) {
     for (const std::string& wire : {
              std::string("HTTP/1.1 200 OK\r\nX-A: 1\r\n folded\r\nContent-Length: 0\r\n\r\n"),
+             // Folded where the first piece alone would be malformed: the fold decides.
+             std::string("HTTP/1.1 200 OK\r\nContent-Length:\r\n 5\r\n\r\nhello"),
+             std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n0\r\nX-T:\r\n t\r\n\r\n"),
              std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n"),
              std::string("HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5 ; a=\"q\"\r\nhello\r\n0\r\n\r\n"),
          }) {
