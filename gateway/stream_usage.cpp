@@ -10,40 +10,6 @@ namespace {
 
 namespace od = simdjson::ondemand;
 
-bool isSpace(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r'; }
-
-// A `"usage"` key starting in [from, to - 7] whose value starts with '{'.
-bool usageObjectKeyIn(std::string_view data, size_t from, size_t to) {
-    constexpr std::string_view key = "\"usage\"";
-    for (size_t p = from; p + key.size() <= to;) {
-        // glibc's memmem skips ahead by two-byte hashes; string_view::find
-        // stops at every '"', and JSON is mostly quotes.
-        const void* hit = memmem(data.data() + p, to - p, key.data(), key.size());
-        if (hit == nullptr) return false;
-        size_t i = size_t(static_cast<const char*>(hit) - data.data());
-        p = i + 1;
-        i += key.size();
-        while (i < data.size() && isSpace(data[i])) ++i;
-        if (i >= data.size() || data[i] != ':') continue;
-        ++i;
-        while (i < data.size() && isSpace(data[i])) ++i;
-        if (i < data.size() && data[i] == '{') return true;
-    }
-    return false;
-}
-
-// Cheap pre-check so token chunks (`"usage":null` or no usage at all) are
-// not parsed: only a `"usage"` key whose value starts with '{' can matter.
-// An answer puts its usage last, so the last 256 bytes are searched first,
-// then the rest (every start position is in one of the two ranges).
-bool mayHoldUsageObject(std::string_view data) {
-    constexpr size_t kTailBytes = 256;
-    constexpr size_t kKeyBytes = 7;  // "usage" with its quotes
-    if (data.size() <= kTailBytes) return usageObjectKeyIn(data, 0, data.size());
-    const size_t split = data.size() - kTailBytes;
-    return usageObjectKeyIn(data, split, data.size()) || usageObjectKeyIn(data, 0, split + kKeyBytes - 1);
-}
-
 // True when every `"usage"` key in the raw event is `"usage":null` on the
 // same line: the token chunks of an include_usage stream, skipped without
 // extracting their data.
@@ -62,7 +28,9 @@ bool onlyNullUsage(std::string_view event) {
 
 // What one JSON document says: its usage, and whether it is the usage-only
 // chunk. Read by simdjson On Demand (issue 15: one JSON reader beside
-// admission's, docs/BENCHMARKS.md "Usage reader" has the figures).
+// admission's, docs/BENCHMARKS.md "Usage reader" has the figures), with no
+// pre-check for a usage key: a memmem over the answer's tail cost about as
+// much as simdjson's whole read of a 1 KB answer (issue 18, ninth round).
 struct UsageFacts {
     std::optional<Usage> usage;
     bool empty_choices = false;  // "choices": []
@@ -185,7 +153,7 @@ std::optional<Usage> readUsage(od::value value) {
 }
 
 // The top-level members `usage` and `choices` of a document. The key
-// `usage` is matched as written (the pre-checks look for those bytes);
+// `usage` is matched as written (onlyNullUsage looks for those bytes);
 // other members are skipped, not validated. Nullopt when the document is
 // not one whole object.
 std::optional<UsageFacts> readFacts(od::document& doc) {
@@ -253,13 +221,11 @@ std::optional<UsageFacts> usageFacts(std::string_view json) noexcept {
 }  // namespace
 
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
-    if (!mayHoldUsageObject(json)) return std::nullopt;
     auto facts = usageFacts(json);
     return facts ? facts->usage : std::nullopt;
 }
 
 bool isUsageOnlyChunk(std::string_view json) noexcept {
-    if (!mayHoldUsageObject(json)) return false;
     auto facts = usageFacts(json);
     return facts && facts->empty_choices && facts->usage;
 }
@@ -303,7 +269,6 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
         return false;
     }
     const std::string data = sseEventData(event);
-    if (!mayHoldUsageObject(data)) return false;
     auto facts = usageFacts(data);
     if (!facts) return false;
     if (facts->usage) usage_ = facts->usage;
