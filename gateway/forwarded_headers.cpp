@@ -76,13 +76,12 @@ FieldNames::FieldNames(std::initializer_list<std::string_view> names) {
         if (id == http::field::unknown) {
             unknown_.push_back(name);
         } else {
-            ids_.push_back(id);
+            ids_[size_t(id) / 64] |= uint64_t(1) << (size_t(id) % 64);
         }
     }
 }
 
-bool FieldNames::contains(http::field id, std::string_view name) const {
-    if (id != http::field::unknown) return std::find(ids_.begin(), ids_.end(), id) != ids_.end();
+bool FieldNames::containsUnknown(std::string_view name) const {
     for (std::string_view n : unknown_)
         if (grammar::iequals(name, n)) return true;
     return false;
