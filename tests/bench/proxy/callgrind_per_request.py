@@ -11,6 +11,13 @@ counters, runs wrk -c4 with tests/bench/proxy/bench_post.lua, dumps, and
 prints the instructions (Ir) per request and the dump's path, for
 callgrind_annotate --inclusive=yes. --peer measures HAProxy (nbthread 1) or
 nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
+
+--footprint also records instruction addresses (--dump-instr=yes) and prints
+the code the measured run executed: distinct 64-byte lines and 4 KiB pages,
+per object file. A request that runs on cold caches (after a context
+switch, or another process on the core) pays per line and page it touches,
+not per instruction, so this is the figure to shrink when instructions no
+longer explain the time (docs/BENCHMARKS.md, ninth round).
 """
 
 from __future__ import annotations
@@ -46,6 +53,33 @@ def under_load(pid: int, url: str, seconds: int) -> int:
     return int(re.search(r"(\d+) requests in", out).group(1))
 
 
+def code_footprint(dump: str) -> dict[str, tuple[int, int]]:
+    """{object file: (distinct 64-byte lines, distinct 4 KiB pages)} of the
+    instructions executed in a callgrind dump written with --dump-instr=yes."""
+    names: dict[str, str] = {}
+    lines: dict[str, set[int]] = {}
+    obj = "?"
+    address = 0
+    for raw in open(dump):
+        if raw.startswith(("ob=", "cob=")):
+            key, _, rest = raw.rstrip("\n").partition("=")
+            ref, _, name = rest.partition(" ")
+            if name:
+                names[ref] = name
+            if key == "ob":
+                obj = names.get(ref, ref)
+            continue
+        c = raw[0]
+        if c == "0" and raw.startswith("0x"):
+            address = int(raw.split()[0], 16)
+        elif c in "+-":
+            address += int(raw.split()[0])
+        elif c != "*":
+            continue
+        lines.setdefault(obj, set()).add(address >> 6)
+    return {obj: (len(ls), len({line >> 6 for line in ls})) for obj, ls in lines.items()}
+
+
 def peer_argv(peer: str, out_dir: Path, sim_port: int, port: int) -> list[str]:
     if peer == "nginx":
         for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
@@ -64,9 +98,12 @@ def main() -> int:
     ap.add_argument("binary", nargs="?", type=Path, default=bin_dir() / "dpgate")
     ap.add_argument("--peer", choices=["haproxy", "nginx"])
     ap.add_argument("--seconds", type=int, default=10)
+    ap.add_argument("--footprint", action="store_true", help="also print the code lines and pages executed")
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
+    if args.footprint:
+        valgrind.append("--dump-instr=yes")
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         if args.peer:
             name = args.peer
@@ -93,6 +130,13 @@ def main() -> int:
         return 1
     total = next(int(line.split()[1]) for line in open(dumps[0]) if line.startswith(("summary:", "totals:")))
     print(f"{name}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
+    if args.footprint:
+        footprint = code_footprint(dumps[0])
+        print(f"  code executed: {sum(l for l, _ in footprint.values())} lines of 64 B, "
+              f"{sum(p for _, p in footprint.values())} pages of 4 KiB")
+        for obj, (ls, pages) in sorted(footprint.items(), key=lambda kv: -kv[1][0]):
+            if ls >= 20:
+                print(f"    {ls:6d} lines {pages:4d} pages  {obj}")
     return 0
 
 

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import os
 import re
 import statistics
 import subprocess
@@ -47,6 +48,17 @@ def on_cpu_ns(pids: list[int]) -> int:
     return total
 
 
+def user_system_ticks(pids: list[int]) -> tuple[int, int]:
+    """Clock ticks the processes spent in user and in system mode (/proc/PID/stat
+    fields 14 and 15, all threads): coarser than schedstat, but split."""
+    user = system = 0
+    for pid in pids:
+        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+        user += int(fields[11])
+        system += int(fields[12])
+    return user, system
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=16)
@@ -58,6 +70,7 @@ def main() -> int:
     args = ap.parse_args()
 
     per_request: dict[str, list[float]] = {}
+    ticks: dict[str, list[int]] = {}  # user, system, requests over all rounds
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, contextlib.ExitStack() as stack:
         targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None))
         ports = {"dpgate": targets["dpgate"]}
@@ -72,12 +85,14 @@ def main() -> int:
                 ports[peer], owners[peer] = targets[peer], pids[peer]
         for round_index in range(args.rounds + 1):  # round 0 warms up
             before = {name: on_cpu_ns(owners[name]) for name in ports}
+            ticks_before = {name: user_system_ticks(owners[name]) for name in ports}
             loads = {name: subprocess.Popen(
                 ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
                  "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
                 for name, port in ports.items()}
             outputs = {name: load.communicate()[0] for name, load in loads.items()}
             after = {name: on_cpu_ns(owners[name]) for name in ports}
+            ticks_after = {name: user_system_ticks(owners[name]) for name in ports}
             if round_index == 0:
                 continue
             for name, out in outputs.items():
@@ -86,11 +101,19 @@ def main() -> int:
                     return 1
                 done = int(re.search(r"(\d+) requests in", out).group(1))
                 per_request.setdefault(name, []).append((after[name] - before[name]) / done / 1e3)
+                total = ticks.setdefault(name, [0, 0, 0])
+                total[0] += ticks_after[name][0] - ticks_before[name][0]
+                total[1] += ticks_after[name][1] - ticks_before[name][1]
+                total[2] += done
 
     print(f"{args.rounds} rounds of {args.seconds} s, wrk -t1 -c{args.connections} per proxy, all at once; "
           f"on-CPU us per request")
     for name, values in per_request.items():
         print(f"  {name:10s} median {statistics.median(values):6.2f}  rounds {[round(v, 1) for v in values]}")
+    tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
+    print("user and system time per request, all rounds together (us, from clock ticks)")
+    for name, (user, system, done) in ticks.items():
+        print(f"  {name:10s} user {user * tick_us / done:6.2f}  system {system * tick_us / done:6.2f}")
     for name, values in per_request.items():
         if name == "dpgate":
             continue
