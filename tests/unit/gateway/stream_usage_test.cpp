@@ -291,7 +291,7 @@ TEST(ParseUsageJson, NullOrNonObjectUsageGivesNothing) {
 
 TEST(ParseUsageJson, KeysInsideUsageAreReadDecoded) {
     // A DOM parse decodes keys; the top-level "usage" itself must be spelled
-    // plainly, as the cheap pre-check looks for those bytes.
+    // plainly, as the stream's "usage":null check looks for those bytes.
     EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt\u005ftokens":5}})"), (Usage{5, 0, 0}));
     EXPECT_EQ(parseUsageJson(R"({"us\u0061ge":{"prompt_tokens":5}})"), std::nullopt);
 }
@@ -410,8 +410,9 @@ TEST(ParseUsageJson, ReadsTheUsageObjectLikeADomParse) {
 namespace dpgate::gateway {
 namespace {
 
-// The pre-check searches an answer's last 256 bytes first, then the rest:
-// a usage key anywhere (across that split too) is found.
+// A usage key anywhere in a long answer is found, first or last, whatever
+// the text around it (an earlier pre-check searched the last 256 bytes
+// first, and this covered its split).
 TEST(ParseUsageJson, UsageKeyFoundWhereverItSitsInALongAnswer) {
     for (size_t pad = 0; pad < 320; ++pad) {
         const std::string first =
