@@ -125,15 +125,8 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
 
     auto at = [&](const char* q) { return uint32_t(q - begin); };
     while (*p != '\r') {
-        if (isBlank(*p)) return refuse(http::error::bad_value, ec);  // obs-fold
         std::string_view name, value;
-        if (readField(p, name, value)) {
-            ec = http::error::bad_field;
-            return;
-        }
-        // A folded value goes on in the next line: refused before this line's
-        // value is judged, as only its first piece has been read.
-        if (isBlank(*p)) return refuse(http::error::bad_value, ec);
+        if (!readFieldLine(p, name, value, ec)) return;
         const http::field id = fieldId(name);
         fields_.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         if (!readFramingField(id, value, ec)) return;
@@ -159,6 +152,28 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
         need_eof_ = true;
         state_ = State::body_to_eof;
     }
+}
+
+// One field line at p, in the head or in a trailer; false with ec set when
+// malformed or refused. Obsolete line folding is refused wherever it shows:
+// a line that starts blank, or a value that goes on in the next line, which
+// is refused before this line's piece of it is judged (Beast joins the
+// lines first, so judging the piece would fail what Beast reads).
+bool UpstreamResponseParser::readFieldLine(const char*& p, std::string_view& name, std::string_view& value,
+                                           error_code& ec) {
+    if (isBlank(*p)) {
+        refuse(http::error::bad_value, ec);
+        return false;
+    }
+    if (readField(p, name, value)) {
+        ec = http::error::bad_field;
+        return false;
+    }
+    if (isBlank(*p)) {
+        refuse(http::error::bad_value, ec);
+        return false;
+    }
+    return true;
 }
 
 // The fields that decide framing and the connection, in the head or in a
@@ -261,19 +276,8 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
             ec = http::error::bad_line_ending;
             return 0;
         }
-        if (isBlank(*p)) {
-            refuse(http::error::bad_value, ec);  // obs-fold
-            return 0;
-        }
         std::string_view name, value;
-        if (readField(p, name, value)) {
-            ec = http::error::bad_field;
-            return 0;
-        }
-        if (isBlank(*p)) {
-            refuse(http::error::bad_value, ec);  // the value goes on folded
-            return 0;
-        }
+        if (!readFieldLine(p, name, value, ec)) return 0;
         const http::field id = fieldId(name);
         if (!readFramingField(id, value, ec)) return 0;
         fields_.add(id, name, value);
