@@ -168,6 +168,21 @@ def bench_config(sim: Sim, workers: int) -> dict:
                           health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
 
 
+def peer_argv(peer: str, prefix: Path, sim_port: int, port: int, workers: int, nginx_master: bool = True) -> list[str]:
+    """Writes `peer`'s config (NGINX_CONF or HAPROXY_CONF) into `prefix`, with
+    the directories nginx wants there, and returns its command line."""
+    if peer == "nginx":
+        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
+            (prefix / d).mkdir(exist_ok=True)
+        conf = prefix / "nginx.conf"
+        conf.write_text(("" if nginx_master else "master_process off;\n") +
+                        NGINX_CONF.format(workers=workers, prefix=prefix, sim_port=sim_port, port=port))
+        return ["nginx", "-p", str(prefix), "-c", str(conf)]
+    conf = prefix / "haproxy.cfg"
+    conf.write_text(HAPROXY_CONF.format(workers=workers, sim_port=sim_port, port=port))
+    return ["haproxy", "-db", "-f", str(conf)]
+
+
 @contextlib.contextmanager
 def proxies(sim: Sim, workers: int, baseline: Path | None):
     """dpgate, HAProxy and nginx (and the baseline dpgate) in front of `sim`:
@@ -178,17 +193,11 @@ def proxies(sim: Sim, workers: int, baseline: Path | None):
         base = stack.enter_context(Gateway(config, binary=baseline)) if baseline else None
         prefix = Path(tempfile.mkdtemp(prefix="dpgate-peers-"))
         stack.callback(shutil.rmtree, prefix, ignore_errors=True)
-        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            (prefix / d).mkdir()
         nginx_port, haproxy_port = free_port(), free_port()
-        (prefix / "nginx.conf").write_text(NGINX_CONF.format(workers=workers, prefix=prefix,
-                                                             sim_port=sim.port, port=nginx_port))
-        (prefix / "haproxy.cfg").write_text(HAPROXY_CONF.format(workers=workers, sim_port=sim.port,
-                                                                port=haproxy_port))
         peers = []
-        for argv in (["nginx", "-p", prefix, "-c", prefix / "nginx.conf"],
-                     ["haproxy", "-db", "-f", prefix / "haproxy.cfg"]):
-            proc = subprocess.Popen([str(a) for a in argv], stdout=subprocess.DEVNULL,
+        for argv in (peer_argv("nginx", prefix, sim.port, nginx_port, workers),
+                     peer_argv("haproxy", prefix, sim.port, haproxy_port, workers)):
+            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
                                     stderr=open(prefix / f"{argv[0]}.stderr", "wb"))
             peers.append(proc)
             stack.callback(proc.wait, 10)

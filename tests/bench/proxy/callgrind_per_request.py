@@ -80,19 +80,6 @@ def code_footprint(dump: str) -> dict[str, tuple[int, int]]:
     return {obj: (len(ls), len({line >> 6 for line in ls})) for obj, ls in lines.items()}
 
 
-def peer_argv(peer: str, out_dir: Path, sim_port: int, port: int) -> list[str]:
-    if peer == "nginx":
-        for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
-            (out_dir / d).mkdir()
-        conf = out_dir / "nginx.conf"
-        conf.write_text("master_process off;\n" +
-                        bench_proxy.NGINX_CONF.format(workers=1, prefix=out_dir, sim_port=sim_port, port=port))
-        return ["nginx", "-p", str(out_dir), "-c", str(conf)]
-    conf = out_dir / "haproxy.cfg"
-    conf.write_text(bench_proxy.HAPROXY_CONF.format(workers=1, sim_port=sim_port, port=port))
-    return ["haproxy", "-db", "-f", str(conf)]
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary", nargs="?", type=Path, default=bin_dir() / "dpgate")
@@ -108,8 +95,8 @@ def main() -> int:
         if args.peer:
             name = args.peer
             port = free_port()
-            peer = subprocess.Popen(valgrind + peer_argv(args.peer, out_dir, sim.port, port), stdout=subprocess.DEVNULL,
-                                    stderr=subprocess.DEVNULL)
+            argv = bench_proxy.peer_argv(args.peer, out_dir, sim.port, port, workers=1, nginx_master=False)
+            peer = subprocess.Popen(valgrind + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_for_port(port, timeout=60)
                 requests = under_load(peer.pid, f"http://127.0.0.1:{port}", args.seconds)
