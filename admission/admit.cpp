@@ -22,10 +22,11 @@ bool isSystemRole(std::string_view role) { return role == "system" || role == "d
 
 // The conversation head as routing defines it (routing/affinity_key.hpp):
 // the tool definitions, the leading system/developer messages and the first
-// other message, each message's text parts joined. `scratch` keeps the
-// joined texts alive and `view` their views; both are reused from request to
-// request (their capacity stays), so a steady stream of requests allocates
-// nothing here.
+// other message, each message's text parts joined. A message of one text
+// part (string content, the usual case) is viewed where it lies; only parts
+// to join are copied, into `scratch`, and `view` holds the views. Both are
+// reused from request to request (their capacity stays), so a steady stream
+// of requests allocates nothing here.
 std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::string>& scratch,
                                   routing::ConversationView& view) {
     view.messages.clear();
@@ -35,15 +36,23 @@ std::uint64_t conversationHeadKey(const ChatRequest& chat, std::vector<std::stri
     scratch.reserve(chat.messages.size());
     size_t used = 0;
     for (const ChatMessage& message : chat.messages) {
-        if (used == scratch.size()) scratch.emplace_back();
-        std::string& text = scratch[used++];
-        text.clear();
-        bool first = true;
+        std::string_view text;
+        size_t parts = 0;
         message.forEachText([&](std::string_view part) {
-            if (!first) text += '\n';
-            first = false;
-            text.append(part);
+            if (parts++ == 0) text = part;
         });
+        if (parts > 1) {
+            if (used == scratch.size()) scratch.emplace_back();
+            std::string& joined = scratch[used++];
+            joined.clear();
+            bool first = true;
+            message.forEachText([&](std::string_view part) {
+                if (!first) joined += '\n';
+                first = false;
+                joined.append(part);
+            });
+            text = joined;
+        }
         view.messages.push_back({message.role, text});
         if (!isSystemRole(message.role)) break;
     }

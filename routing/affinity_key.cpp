@@ -25,9 +25,9 @@ std::string_view affinitySourceName(AffinitySource source) {
 
 uint64_t conversationHeadKey(const ConversationView& conversation) {
     Hasher64 hasher(head_key_seed);
-    hasher.addField(conversation.tools);
+    hasher.addText(conversation.tools);
     for (const MessageView& message : conversation.messages) {
-        hasher.addField(message.role).addField(message.text);
+        hasher.addText(message.role).addText(message.text);
         if (!isSystemRole(message.role)) break;  // the first non-system turn closes the head
     }
     return hasher.digest();

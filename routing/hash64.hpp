@@ -3,6 +3,7 @@
 // and every slot score, so routing uses these fixed functions only.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <string_view>
@@ -20,6 +21,44 @@ constexpr uint64_t mix64(uint64_t x) {
     return x;
 }
 
+// The multiply-fold steps the byte hashes here and in the tokenizer's caches
+// (admission/tokenizer/fast_hash.hpp) are built from.
+namespace hash_detail {
+__extension__ typedef unsigned __int128 U128;  // GCC/Clang; __extension__ keeps -Wpedantic quiet
+inline std::uint64_t fold(std::uint64_t a, std::uint64_t b) {
+    const U128 product = static_cast<U128>(a) * b;
+    return static_cast<std::uint64_t>(product) ^ static_cast<std::uint64_t>(product >> 64);
+}
+inline std::uint64_t load64(const unsigned char* p) {
+    std::uint64_t v;
+    std::memcpy(&v, p, 8);
+    return v;
+}
+inline std::uint64_t loadTail(const unsigned char* p, std::size_t n) {  // n < 8
+    std::uint64_t v = 0;
+    std::memcpy(&v, p, n);
+    return v;
+}
+// The n < 8 bytes at p as one word: overlapping loads instead of a
+// byte-by-byte copy (most pieces are that short; the copy loop showed in the
+// first-pass profile of issue 18). With n, the word determines the bytes.
+inline std::uint64_t loadShort(const unsigned char* p, std::size_t n) {
+    if (n >= 4) {
+        std::uint32_t a;
+        std::uint32_t b;
+        std::memcpy(&a, p, 4);
+        std::memcpy(&b, p + n - 4, 4);
+        return a | (static_cast<std::uint64_t>(b) << 32);
+    }
+    if (n == 0) return 0;
+    return p[0] | (static_cast<std::uint64_t>(p[n / 2]) << 8) | (static_cast<std::uint64_t>(p[n - 1]) << 16);
+}
+inline constexpr std::uint64_t kK0 = 0x9e3779b97f4a7c15ull;
+inline constexpr std::uint64_t kK1 = 0xc2b2ae3d27d4eb4full;
+inline constexpr std::uint64_t kK2 = 0x165667b19e3779f9ull;
+inline constexpr std::uint64_t kK3 = 0xd6e8feb86659fd93ull;
+}  // namespace hash_detail
+
 // Streaming hasher over byte fields. Every field is length-prefixed, so
 // ("ab","c") and ("a","bc") hash differently.
 class Hasher64 {
@@ -31,6 +70,8 @@ public:
         return *this;
     }
 
+    // One mix64 per 8 bytes: the explicit keys' and slot ids' hash, short
+    // strings whose values are pinned across releases.
     Hasher64& addField(std::string_view bytes) {
         addU64(bytes.size());
         size_t i = 0;
@@ -43,6 +84,41 @@ public:
         for (size_t shift = 0; i < bytes.size(); ++i, shift += 8)
             tail |= uint64_t(static_cast<unsigned char>(bytes[i])) << shift;
         return addU64(tail);
+    }
+
+    // A long field, folded 16 bytes per multiply in two independent lanes:
+    // the conversation head key hashes an agent's whole system prompt and
+    // tool list on every request (tens of KB), and addField's one serial
+    // mix64 per 8 bytes took 49 µs per 100 KB there (issue 18); this takes
+    // under 6. A crafted field can make two heads collide, which only puts
+    // two conversations on one slot, and bounded load spreads a hot slot.
+    Hasher64& addText(std::string_view bytes) {
+        using namespace hash_detail;
+        const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
+        std::size_t n = bytes.size();
+        std::uint64_t a = fold(state_ ^ kK0, n ^ kK1);
+        if (n >= 64) {
+            std::uint64_t b = a ^ kK2;
+            do {
+                a = fold(load64(p) ^ kK1, load64(p + 8) ^ a);
+                b = fold(load64(p + 16) ^ kK3, load64(p + 24) ^ b);
+                p += 32;
+                n -= 32;
+            } while (n >= 32);
+            a = fold(a ^ kK2, b ^ kK0);
+        }
+        while (n >= 16) {
+            a = fold(load64(p) ^ kK1, load64(p + 8) ^ a);
+            p += 16;
+            n -= 16;
+        }
+        if (n >= 8) {
+            a = fold(load64(p) ^ kK2, a ^ kK3);
+            p += 8;
+            n -= 8;
+        }
+        state_ = mix64(fold(loadShort(p, n) ^ kK3, a ^ kK0));
+        return *this;
     }
 
     uint64_t digest() const { return mix64(state_); }

@@ -7,6 +7,8 @@
 #include <cstring>
 #include <string_view>
 
+#include "routing/hash64.hpp"
+
 namespace dpgate::admission {
 
 struct Hash128 {
@@ -15,40 +17,10 @@ struct Hash128 {
     friend bool operator==(const Hash128&, const Hash128&) = default;
 };
 
+// The multiply-fold steps are routing's (routing/hash64.hpp), shared by the
+// conversation head key.
 namespace hash_detail {
-__extension__ typedef unsigned __int128 U128;  // GCC/Clang; __extension__ keeps -Wpedantic quiet
-inline std::uint64_t fold(std::uint64_t a, std::uint64_t b) {
-    const U128 product = static_cast<U128>(a) * b;
-    return static_cast<std::uint64_t>(product) ^ static_cast<std::uint64_t>(product >> 64);
-}
-inline std::uint64_t load64(const unsigned char* p) {
-    std::uint64_t v;
-    std::memcpy(&v, p, 8);
-    return v;
-}
-inline std::uint64_t loadTail(const unsigned char* p, std::size_t n) {  // n < 8
-    std::uint64_t v = 0;
-    std::memcpy(&v, p, n);
-    return v;
-}
-// The n < 8 bytes at p as one word, for hash64: overlapping loads instead of
-// a byte-by-byte copy (most pieces are that short; the copy loop showed in
-// the first-pass profile of issue 18). With n, the word determines the bytes.
-inline std::uint64_t loadShort(const unsigned char* p, std::size_t n) {
-    if (n >= 4) {
-        std::uint32_t a;
-        std::uint32_t b;
-        std::memcpy(&a, p, 4);
-        std::memcpy(&b, p + n - 4, 4);
-        return a | (static_cast<std::uint64_t>(b) << 32);
-    }
-    if (n == 0) return 0;
-    return p[0] | (static_cast<std::uint64_t>(p[n / 2]) << 8) | (static_cast<std::uint64_t>(p[n - 1]) << 16);
-}
-inline constexpr std::uint64_t kK0 = 0x9e3779b97f4a7c15ull;
-inline constexpr std::uint64_t kK1 = 0xc2b2ae3d27d4eb4full;
-inline constexpr std::uint64_t kK2 = 0x165667b19e3779f9ull;
-inline constexpr std::uint64_t kK3 = 0xd6e8feb86659fd93ull;
+using namespace routing::hash_detail;
 }  // namespace hash_detail
 
 inline std::uint64_t hash64(std::string_view bytes) {

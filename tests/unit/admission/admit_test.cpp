@@ -131,6 +131,40 @@ TEST_F(AdmitTest, HeadKeyIsRoutingsKeyOfTheHeadAcrossRequests) {
             EXPECT_EQ(admitted(body(systems, "u")).head_hash, expected(systems, "u")) << systems.size();
 }
 
+// Content given as parts: the head holds a message's text parts joined with
+// "\n" (vLLM's string content), images left out; one text part is the
+// string itself. Messages of one part and of several mix in one head, and
+// pass after pass on one admitter.
+TEST_F(AdmitTest, HeadKeyJoinsTextParts) {
+    const nlohmann::json image = {{"type", "image_url"}, {"image_url", {{"url", "data:image/png;base64,AAAA"}}}};
+    auto text = [](const std::string& t) { return nlohmann::json{{"type", "text"}, {"text", t}}; };
+    const std::vector<std::pair<nlohmann::json, std::string>> contents = {
+        {nlohmann::json::array({text("only")}), "only"},
+        {nlohmann::json::array({text("a"), text("b")}), "a\nb"},
+        {nlohmann::json::array({text("a"), image, text("b")}), "a\nb"},
+        {nlohmann::json::array({text(""), text("x")}), "\nx"},
+        {nlohmann::json::array({text("x"), text("")}), "x\n"},
+        {nlohmann::json::array({image}), ""},
+        {"plain", "plain"},
+    };
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const auto& [system, system_text] : contents) {
+            for (const auto& [user, user_text] : contents) {
+                const nlohmann::json body = {{"model", "ds-v4.1-flash-1017"},
+                                             {"messages",
+                                              {{{"role", "system"}, {"content", system}},
+                                               {{"role", "system"}, {"content", "second system"}},
+                                               {{"role", "user"}, {"content", user}},
+                                               {{"role", "assistant"}, {"content", "not in the head"}}}}};
+                routing::ConversationView view;
+                view.messages = {{"system", system_text}, {"system", "second system"}, {"user", user_text}};
+                EXPECT_EQ(admitted(body.dump()).head_hash, routing::conversationHeadKey(view))
+                    << system.dump() << " / " << user.dump();
+            }
+        }
+    }
+}
+
 // Window boundary with the real count: exactly the window admits, one more refuses.
 void boundary(AdmitTest* self, AdmissionLimits& limits, const std::string& body, std::uint64_t prompt,
               std::uint64_t images, std::uint64_t budget, Admitter& admitter) {

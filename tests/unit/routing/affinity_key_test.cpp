@@ -133,3 +133,10 @@ TEST(AffinityKey, KnownValueIsStableAcrossBuilds) {
     EXPECT_EQ(affinityKey(input).key, 13566982009359300111ULL);
     EXPECT_EQ(affinitySourceName(AffinitySource::conversation_head), "conversation_head");
 }
+
+TEST(AffinityKey, KnownHeadKeyIsStableAcrossBuilds) {
+    // The head key changed once, when its hash became Hasher64::addText
+    // (issue 18); pinned from then on.
+    const Chat chat = agentChat("pinned first message", 1);
+    EXPECT_EQ(conversationHeadKey(chat.view(4)), 2812737796574113083ULL);
+}
