@@ -182,7 +182,7 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     co_await http::async_write(stream_, response, use_nothrow);
     // Refused before it was a request (framing, sizes): logged all the same.
     AccessRecord record;
-    record.request_id = requestIdFor("", worker_.random());
+    record.request_id = requestIdFor("", worker_.requestIds());
     record.status = error.http_status;
     record.bytes_out = response.body().size();
     record.rejection = error.code;
@@ -196,7 +196,7 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
 
 awaitable<bool> ClientSession::serve(ClientRequest& request) {
     AccessRecord record;
-    record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.random());
+    record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.requestIds());
     record.method = std::string(clipUtf8(request.method_string(), 32));
     record.path = std::string(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
     record.bytes_in = request.body().size();

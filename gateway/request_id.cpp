@@ -4,7 +4,7 @@
 
 namespace dpgate::gateway {
 
-std::string requestIdFor(std::string_view client_value, std::mt19937_64& random) {
+std::string requestIdFor(std::string_view client_value, RequestIdSource& ids) {
     bool usable = !client_value.empty() && client_value.size() <= 128 &&
                   std::all_of(client_value.begin(), client_value.end(),
                               [](char c) { return c > 0x20 && c < 0x7f && c != '"' && c != '\\'; });
@@ -12,7 +12,7 @@ std::string requestIdFor(std::string_view client_value, std::mt19937_64& random)
     static constexpr char kHex[] = "0123456789abcdef";
     std::string id(32, '0');
     for (int half = 0; half < 2; ++half) {
-        uint64_t bits = random();
+        std::uint64_t bits = ids.next();
         for (int i = 0; i < 16; ++i) id[half * 16 + i] = kHex[(bits >> (i * 4)) & 0xf];
     }
     return id;

@@ -6,6 +6,8 @@
 
 #include <boost/asio/post.hpp>
 
+#include <random>
+
 #include <sys/socket.h>
 
 namespace dpgate::gateway {
@@ -23,7 +25,7 @@ Worker::Worker(Server& server, size_t index)
           // Each worker's Admitter has its own count caches: the bound is shared.
           admission::TokenCounterLimits{.cache_bytes = server.config().model.count_cache_bytes /
                                                        std::max<size_t>(1, server.config().threads)}),
-      random_(std::random_device{}() ^ (uint64_t(index) << 32)) {
+      request_ids_((uint64_t(std::random_device{}()) << 32 | std::random_device{}()) ^ uint64_t(index)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)
         pools_.push_back(std::make_unique<UpstreamPool>(

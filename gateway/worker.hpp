@@ -8,11 +8,11 @@
 #include "gateway/access_log.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
+#include "gateway/request_id.hpp"
 #include "gateway/upstream_pool.hpp"
 
 #include <map>
 #include <memory>
-#include <random>
 #include <thread>
 #include <unordered_set>
 #include <vector>
@@ -32,7 +32,7 @@ public:
     Server& server() { return server_; }
     size_t index() const { return index_; }
     UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
-    std::mt19937_64& random() { return random_; }
+    RequestIdSource& requestIds() { return request_ids_; }
     admission::Admitter& admitter() { return admitter_; }
     // The admission limits of `config` with the window set to the current public window.
     const admission::AdmissionLimits& admissionLimits(const conf::Config& config, uint64_t public_window);
@@ -96,7 +96,7 @@ private:
     admission::Admitter admitter_;
     admission::AdmissionLimits admission_limits_;
     const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
-    std::mt19937_64 random_;
+    RequestIdSource request_ids_;
     std::map<std::pair<size_t, uint32_t>, SlotMetrics> slot_metrics_;
     struct RequestCounter {
         std::string path;

@@ -2,20 +2,43 @@
 
 #include <gtest/gtest.h>
 
+#include <unordered_set>
+
 using dpgate::gateway::requestIdFor;
+using dpgate::gateway::RequestIdSource;
 
 TEST(RequestId, KeepsASaneClientId) {
-    std::mt19937_64 random(1);
-    EXPECT_EQ(requestIdFor("req-123_abc", random), "req-123_abc");
+    RequestIdSource ids(1);
+    EXPECT_EQ(requestIdFor("req-123_abc", ids), "req-123_abc");
 }
 
 TEST(RequestId, ReplacesMissingOrUnsafeIds) {
-    std::mt19937_64 random(1);
+    RequestIdSource ids(1);
     for (std::string bad : {std::string(), std::string("has space"), std::string("quote\""), std::string(129, 'a'),
                             std::string("new\nline")}) {
-        std::string id = requestIdFor(bad, random);
+        std::string id = requestIdFor(bad, ids);
         EXPECT_EQ(id.size(), 32u) << bad;
         EXPECT_EQ(id.find_first_not_of("0123456789abcdef"), std::string::npos);
     }
-    EXPECT_NE(requestIdFor("", random), requestIdFor("", random));
+    EXPECT_NE(requestIdFor("", ids), requestIdFor("", ids));
+}
+
+TEST(RequestId, FreshIdsDoNotRepeatAndDifferAcrossSeeds) {
+    RequestIdSource first(42);
+    RequestIdSource second(43);
+    std::unordered_set<std::string> seen;
+    for (int i = 0; i < 100000; ++i) {
+        EXPECT_TRUE(seen.insert(requestIdFor("", first)).second) << i;
+        EXPECT_TRUE(seen.insert(requestIdFor("", second)).second) << i;
+    }
+    // Every hex digit position varies (no constant half of the id).
+    RequestIdSource ids(7);
+    const std::string a = requestIdFor("", ids);
+    std::string differs(32, '.');
+    for (int i = 0; i < 64; ++i) {
+        const std::string b = requestIdFor("", ids);
+        for (size_t p = 0; p < 32; ++p)
+            if (a[p] != b[p]) differs[p] = 'x';
+    }
+    EXPECT_EQ(differs, std::string(32, 'x'));
 }
