@@ -78,6 +78,11 @@ struct LimitsConfig {
         4000;                                 // retire idle upstream connections before the backend does (uvicorn: 5 s)
     uint64_t relay_buffer_bytes = 64 * 1024;  // per direction per request
     uint64_t drain_timeout_ms = 30000;        // SIGTERM: in-flight requests get this long
+    // A body this large is admitted (scanned and counted) on its worker's
+    // admission thread, not the worker's own: a cold count of megabytes takes
+    // tens of ms, and the worker's other streams keep flowing meanwhile. 0:
+    // every request is admitted on the worker.
+    uint64_t offload_admission_bytes = 128 * 1024;
 
     bool operator==(const LimitsConfig&) const = default;
 };

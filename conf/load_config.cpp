@@ -251,11 +251,11 @@ private:
 
     void readLimits(const Field& field) {
         const MappingReader m(
-            field,
-            {"max_body_bytes", "max_header_bytes", "max_header_count", "max_connections", "header_timeout_ms",
-             "body_idle_timeout_ms", "keepalive_timeout_ms", "upstream_connect_timeout_ms",
-             "upstream_first_byte_timeout_ms", "stream_idle_timeout_ms", "client_write_timeout_ms",
-             "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes", "drain_timeout_ms"});
+            field, {"max_body_bytes", "max_header_bytes", "max_header_count", "max_connections", "header_timeout_ms",
+                    "body_idle_timeout_ms", "keepalive_timeout_ms", "upstream_connect_timeout_ms",
+                    "upstream_first_byte_timeout_ms", "stream_idle_timeout_ms", "client_write_timeout_ms",
+                    "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes",
+                    "drain_timeout_ms", "offload_admission_bytes"});
         LimitsConfig& limits = config_.limits;
         if (auto f = m.get("max_body_bytes")) limits.max_body_bytes = readBytes(*f, 1, 1ull << 40);
         if (auto f = m.get("max_header_bytes")) limits.max_header_bytes = readBytes(*f, 1024, 64ull << 20);
@@ -280,6 +280,7 @@ private:
         if (auto f = m.get("relay_buffer_bytes")) limits.relay_buffer_bytes = readBytes(*f, 1024, 1ull << 30);
         // 0 = exit at once on SIGTERM.
         if (auto f = m.get("drain_timeout_ms")) limits.drain_timeout_ms = readDurationMs(*f, 0, max_timeout_ms);
+        if (auto f = m.get("offload_admission_bytes")) limits.offload_admission_bytes = readBytes(*f, 0, 1ull << 40);
     }
 
     void readRouting(const Field& field) {

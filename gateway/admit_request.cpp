@@ -7,17 +7,18 @@
 
 namespace dpgate::gateway {
 
-admission::Verdict admitRequest(RequestContext& c) {
-    std::string_view target = c.request.target();
-    const admission::Endpoint endpoint = target.substr(0, target.find('?')) == "/v1/completions"
-                                             ? admission::Endpoint::completions
-                                             : admission::Endpoint::chat_completions;
-    const auto start = std::chrono::steady_clock::now();
-    admission::Verdict verdict =
-        c.worker.admitter().admit(c.request.body(), c.request.body().capacity(), endpoint,
-                                  c.worker.admissionLimits(c.config, c.server.backends().publicWindow()));
-    // A refusal without a code of its own is counted and answered as
-    // invalid_request_error.
+namespace {
+
+admission::Endpoint endpointOf(std::string_view target) {
+    return target.substr(0, target.find('?')) == "/v1/completions" ? admission::Endpoint::completions
+                                                                   : admission::Endpoint::chat_completions;
+}
+
+// What follows a verdict on either thread, back on the worker: a refusal
+// without a code of its own is counted and answered as
+// invalid_request_error; the time and refusals go to the metrics, what was
+// admitted to the access record.
+void recordVerdict(RequestContext& c, admission::Verdict& verdict, std::chrono::steady_clock::time_point start) {
     auto* refused = std::get_if<admission::Refused>(&verdict);
     if (refused && refused->code.empty()) refused->code = "invalid_request_error";
     if (c.metrics) {
@@ -29,7 +30,37 @@ admission::Verdict admitRequest(RequestContext& c) {
         c.record.stream = admitted->stream;
         c.record.images = admitted->images;
     }
+}
+
+}  // namespace
+
+admission::Verdict admitRequest(RequestContext& c) {
+    const auto start = std::chrono::steady_clock::now();
+    admission::Verdict verdict =
+        c.worker.admitter().admit(c.request.body(), c.request.body().capacity(), endpointOf(c.request.target()),
+                                  c.worker.admissionLimits(c.config, c.server.backends().publicWindow()));
+    recordVerdict(c, verdict, start);
     return verdict;
+}
+
+bool admitsOffThread(const RequestContext& c) {
+    const uint64_t threshold = c.config.limits.offload_admission_bytes;
+    return threshold > 0 && c.request.body().size() >= threshold;
+}
+
+awaitable<void> admitOffThread(RequestContext& c, admission::Verdict& verdict) {
+    const auto start = std::chrono::steady_clock::now();
+    // Copied here: the worker rebuilds its limits when a reload swaps the
+    // config, and the admission thread must not read them meanwhile. The
+    // body is left alone by the worker until this resumes.
+    const admission::AdmissionLimits limits = c.worker.admissionLimits(c.config, c.server.backends().publicWindow());
+    const std::string_view body = c.request.body();
+    const size_t capacity = c.request.body().capacity();
+    const admission::Endpoint endpoint = endpointOf(c.request.target());
+    admission::Admitter& admitter = c.worker.offloadAdmitter();
+    auto judge = [&]() -> awaitable<admission::Verdict> { co_return admitter.admit(body, capacity, endpoint, limits); };
+    verdict = co_await net::co_spawn(c.worker.admissionExecutor(), std::move(judge), net::use_awaitable_t<Executor>{});
+    recordVerdict(c, verdict, start);
 }
 
 }  // namespace dpgate::gateway

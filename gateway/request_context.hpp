@@ -2,6 +2,7 @@
 // came from, the config it is served under, who is calling, and what it holds.
 #pragma once
 
+#include "admission/verdict.hpp"
 #include "conf/config.hpp"
 #include "gateway/access_log.hpp"
 #include "gateway/auth/key_lease.hpp"
@@ -33,6 +34,9 @@ struct RequestContext {
     metrics::GatewayMetrics* metrics;  // null when metrics are off
     std::optional<auth::KeyInfo> key;  // null: no key (auth not required) or not yet authenticated
     auth::KeyLease key_lease;
+    // Set when the worker's admission thread judged the request already
+    // (a large body, request_path.cpp); null otherwise.
+    admission::Verdict* judged = nullptr;
 };
 
 }  // namespace dpgate::gateway

@@ -121,8 +121,9 @@ awaitable<bool> refuseNoBackend(RequestContext& c) {
 awaitable<bool> proxyRequest(RequestContext& c) {
     RequestOutcome outcome(c);
 
-    // 3. Admit: what cannot succeed is refused here.
-    admission::Verdict verdict = admitRequest(c);
+    // 3. Admit: what cannot succeed is refused here (a large body was
+    // judged off this thread already: proxyLargeRequest).
+    admission::Verdict verdict = c.judged ? std::move(*c.judged) : admitRequest(c);
     if (auto* refused = std::get_if<admission::Refused>(&verdict))
         co_return co_await c.session.writeError(*refused, c.keep_alive);
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
@@ -155,6 +156,18 @@ awaitable<bool> proxyRequest(RequestContext& c) {
     co_return keep_alive;
 }
 
+// A body of limits.offload_admission_bytes or more is judged on the worker's
+// admission thread first, while this thread serves the worker's other
+// requests; then proxied as any other. A frame of its own keeps the
+// co_await out of proxyRequest's, which stays under Asio's recycling limit
+// (and so does the verdict, handed over in the context, not as a parameter).
+awaitable<bool> proxyLargeRequest(RequestContext& c) {
+    admission::Verdict verdict;
+    co_await admitOffThread(c, verdict);
+    c.judged = &verdict;
+    co_return co_await proxyRequest(c);
+}
+
 }  // namespace
 
 awaitable<bool> serveRequest(RequestContext& c) {
@@ -184,6 +197,7 @@ awaitable<bool> serveRequest(RequestContext& c) {
         return refuse(c, std::move(*leased.refusal), http::field::retry_after,
                       std::to_string(leased.retry_after_seconds));
     c.key_lease = std::move(leased.lease);
+    if (admitsOffThread(c)) return proxyLargeRequest(c);
     return proxyRequest(c);
 }
 

@@ -12,19 +12,31 @@
 
 namespace dpgate::gateway {
 
+namespace {
+
+std::int64_t unixNow() {
+    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+        .count();
+}
+
+// Each worker's two Admitters have count caches of their own: the bound is
+// shared. Long conversations are the ones counted on the admission thread
+// and need the room: it gets three quarters of the worker's share (a
+// sixty-fourth when offloading is off at start; a reload may turn it on).
+admission::TokenCounterLimits countLimits(const conf::Config& config, bool offload_admitter) {
+    const size_t share = config.model.count_cache_bytes / std::max<size_t>(1, config.threads);
+    const bool offloading = config.limits.offload_admission_bytes > 0;
+    const size_t offload_share = offloading ? share / 4 * 3 : share / 64;
+    return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share};
+}
+
+}  // namespace
+
 Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
-      admitter_(
-          server.tokenizer(), server.chatTemplate(),
-          [] {
-              return std::chrono::duration_cast<std::chrono::seconds>(
-                         std::chrono::system_clock::now().time_since_epoch())
-                  .count();
-          },
-          // Each worker's Admitter has its own count caches: the bound is shared.
-          admission::TokenCounterLimits{.cache_bytes = server.config().model.count_cache_bytes /
-                                                       std::max<size_t>(1, server.config().threads)}),
+      admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), false)),
+      offload_admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), true)),
       request_ids_((uint64_t(std::random_device{}()) << 32 | std::random_device{}()) ^ uint64_t(index)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)
@@ -46,6 +58,8 @@ uint16_t Worker::listen(const tcp::endpoint& endpoint) {
 void Worker::start() {
     net::co_spawn(io_, acceptLoop(), net::detached);
     scheduleSweep();
+    admission_work_.emplace(admission_io_.get_executor());
+    admission_thread_ = std::thread([this] { admission_io_.run(); });
     thread_ = std::thread([this] {
         io_.run();
         flushAccessLog();
@@ -54,6 +68,10 @@ void Worker::start() {
 
 void Worker::join() {
     if (thread_.joinable()) thread_.join();
+    // An admission still running after a hard stop finishes before the
+    // frames of io_ (which hold its request) are destroyed.
+    admission_work_.reset();
+    if (admission_thread_.joinable()) admission_thread_.join();
 }
 
 void Worker::scheduleSweep() {

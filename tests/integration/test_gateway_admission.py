@@ -4,12 +4,19 @@ admitted reaches the backend with its output budget made explicit."""
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
+import random
+import socket
+import struct
+import termios
+import time
 
 import pytest
 
-from harness import MODEL, Gateway, Sim, chat_body, gateway_config
+from harness import (ADMIN_TOKEN, CLIENT_KEY, MODEL, Gateway, Sim, chat_body, gateway_config, http_request,
+                     metric_sample)
 
 CHAT = "/v1/chat/completions"
 
@@ -95,3 +102,62 @@ def test_malformed_bodies_are_400_and_the_gateway_keeps_serving(small_window, ra
     assert error["type"] == "invalid_request_error" and error["message"]
     assert sim.stats()["requests"] == before
     assert gw.json("POST", CHAT, chat_body(max_tokens=1))[0] == 200
+
+
+def _cold_text(seed: int, size: int) -> str:
+    """Text nothing has counted yet: words with numbers drawn afresh."""
+    rng = random.Random(seed)
+    words = ["the", "model", "gateway", "tokens", "window", "函数", "données", "request", "cache", "omega"]
+    parts, n = [], 0
+    while n < size:
+        word = f"{rng.choice(words)}{rng.randrange(1_000_000)} "
+        parts.append(word)
+        n += len(word)
+    return "".join(parts)
+
+
+def _unsent_bytes(sock: socket.socket) -> int:
+    return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
+
+
+def _admission_sum(gw) -> float:
+    _, _, raw = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    return metric_sample(raw.decode(), "dpgate_admission_seconds_sum")
+
+
+@pytest.mark.parametrize("offload", [True, False], ids=["offloaded", "on-the-worker"])
+def test_a_long_admission_leaves_the_worker_to_its_other_requests(offload):
+    # One worker thread: both requests are on it. A cold count of megabytes
+    # takes tens of ms (far more under the sanitizers); a small request sent
+    # meanwhile is answered at once when the large body is judged on the
+    # admission thread, and waits for it when admission runs on the worker
+    # (limits.offload_admission_bytes: 0), which shows the check can fail.
+    with Sim() as sim:
+        limits = {} if offload else {"offload_admission_bytes": 0}
+        config = gateway_config([("primary", sim, "primary")], threads=1, limits=limits,
+                                log={"level": "warn", "access": "off"})
+        with Gateway(config) as gw:
+            big = json.dumps(chat_body(_cold_text(1 if offload else 2, 10 << 20))).encode()
+            before = _admission_sum(gw)
+            with socket.create_connection(("127.0.0.1", gw.port)) as a:
+                a.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer {CLIENT_KEY}\r\n"
+                          f"Content-Type: application/json\r\nContent-Length: {len(big)}\r\n\r\n".encode() + big)
+                # Once the kernel has handed the whole body over, the gateway
+                # reads the rest in a few ms, then judges it for far longer.
+                deadline = time.monotonic() + 30
+                while _unsent_bytes(a) > 0 and time.monotonic() < deadline:
+                    time.sleep(0.002)
+                time.sleep(0.03)
+                started = time.monotonic()
+                status, _, _ = gw.json("POST", CHAT, chat_body("small"))
+                small_seconds = time.monotonic() - started
+                assert status == 200
+                a.settimeout(60)
+                head = a.recv(65536)
+            assert head.startswith(b"HTTP/1.1 400"), head[:200]  # ~3M tokens: over the window, counted
+            big_admission = _admission_sum(gw) - before  # the small request's share is microseconds
+            assert big_admission > 0.05, "the large body must take long enough to tell the two apart"
+            if offload:
+                assert small_seconds < big_admission / 4, (small_seconds, big_admission)
+            else:
+                assert small_seconds > big_admission / 4, (small_seconds, big_admission)

@@ -94,6 +94,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "limits.upstream_idle_timeout_ms",
         "limits.relay_buffer_bytes",
         "limits.drain_timeout_ms",
+        "limits.offload_admission_bytes",
         "routing.mode",
         "routing.session_header",
         "routing.balance_factor",

@@ -24,6 +24,8 @@ TEST(Units, BytesTakeIntegersOrBinaryUnits) {
     EXPECT_EQ(limitsOf("  max_body_bytes: 2GiB\n").max_body_bytes, 2ull << 30);
     EXPECT_EQ(limitsOf("  max_body_bytes: 1TiB\n").max_body_bytes, 1ull << 40);
     EXPECT_EQ(limitsOf("  relay_buffer_bytes: 16KiB\n").relay_buffer_bytes, 16u * 1024);
+    EXPECT_EQ(limitsOf("  offload_admission_bytes: 0\n").offload_admission_bytes, 0u);
+    EXPECT_EQ(limitsOf("  offload_admission_bytes: 1MiB\n").offload_admission_bytes, 1u << 20);
 }
 
 TEST(Units, DurationsTakeIntegerMillisecondsOrUnits) {
