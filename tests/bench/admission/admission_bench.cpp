@@ -1,9 +1,10 @@
 // Admission speed and memory (issue 4), beside an nlohmann::json DOM parse of
 // the same body: the proxy benchmark's small request (the same body again
 // and again, and a new text each time), 2 KB chat request, 128 MB body with
-// 640 base64 images, 1M-token text request cold and on its next turn.
+// 640 base64 images, an agent's next turn (long system prompt and tools),
+// 1M-token text request cold and on its next turn.
 //
-//   dpgate-bench-admission [--only small|images|conversation]
+//   dpgate-bench-admission [--only small|images|agent|conversation]
 //
 // `--only small` under callgrind gives instructions per admit:
 //   valgrind --tool=callgrind --toggle-collect='dpgate::admission::Admitter::admit*'
@@ -88,7 +89,7 @@ std::string describe(const Verdict& v) {
 int main(int argc, char** argv) {
     const std::string only = argc == 3 && std::string(argv[1]) == "--only" ? argv[2] : "";
     if (argc != 1 && only.empty()) {
-        std::fprintf(stderr, "usage: dpgate-bench-admission [--only small|images|conversation]\n");
+        std::fprintf(stderr, "usage: dpgate-bench-admission [--only small|images|agent|conversation]\n");
         return 2;
     }
     auto run = [&](const char* group) { return only.empty() || only == group; };
@@ -170,6 +171,32 @@ int main(int argc, char** argv) {
         std::snprintf(note, sizeof note, "; extra RSS %.1f MB (%.1f%% of body)", extra,
                       100.0 * extra / (static_cast<double>(body.size()) / (1 << 20)));
         row("128 MB, 640 images", body.size(), us, dom, describe(v) + note);
+    }
+    if (run("agent")) {  // An agent's next turn: 30 KB system prompt, 40 tools (~70 KB), 20 turns.
+        std::mt19937 agent_rng(13);
+        std::string tools = "[";
+        for (int i = 0; i < 40; ++i) {
+            if (i > 0) tools += ',';
+            tools += R"({"type":"function","function":{"name":"tool_)" + std::to_string(i) + R"(","description":")" +
+                     text(agent_rng, 800) +
+                     R"(","parameters":{"type":"object","properties":{"arg":{"type":"string","description":")" +
+                     text(agent_rng, 800) + R"("}},"required":["arg"]}}})";
+        }
+        tools += "]";
+        std::string body = R"({"model":"ds-v4.1-flash-1017","tools":)" + tools +
+                           R"(,"messages":[{"role":"system","content":")" + text(agent_rng, 30000) + "\"}";
+        for (int i = 0; i < 20; ++i) {
+            body += R"(,{"role":")";
+            body += (i % 2 == 0) ? "user" : "assistant";
+            body += R"(","content":")" + text(agent_rng, 500) + "\"}";
+        }
+        body = padded(body + "]}");
+        Admitter admitter(loaded.tokenizer, chat_template);
+        Verdict v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits);  // caches warm
+        const double us =
+            bestUs(200, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
+        const double dom = bestUs(200, [&] { (void)nlohmann::json::parse(body).size(); });
+        row("agent turn (30 KB system, 40 tools), warm", body.size(), us, dom, describe(v));
     }
     if (run("conversation")) {  // 1M-token conversation, cold, then its next turn.
         std::mt19937 conv_rng(11);
