@@ -57,6 +57,21 @@ inline constexpr std::uint64_t kK0 = 0x9e3779b97f4a7c15ull;
 inline constexpr std::uint64_t kK1 = 0xc2b2ae3d27d4eb4full;
 inline constexpr std::uint64_t kK2 = 0x165667b19e3779f9ull;
 inline constexpr std::uint64_t kK3 = 0xd6e8feb86659fd93ull;
+// The n bytes at p folded into h, 16 bytes per multiply, then the last
+// under 16: the serial chain both the tokenizer's hash64 and addText end in.
+inline std::uint64_t foldRest(const unsigned char* p, std::size_t n, std::uint64_t h) {
+    while (n >= 16) {
+        h = fold(load64(p) ^ kK1, load64(p + 8) ^ h);
+        p += 16;
+        n -= 16;
+    }
+    if (n >= 8) {
+        h = fold(load64(p) ^ kK2, h ^ kK3);
+        p += 8;
+        n -= 8;
+    }
+    return fold(loadShort(p, n) ^ kK3, h ^ kK0);
+}
 }  // namespace hash_detail
 
 // Streaming hasher over byte fields. Every field is length-prefixed, so
@@ -107,17 +122,7 @@ public:
             } while (n >= 32);
             a = fold(a ^ kK2, b ^ kK0);
         }
-        while (n >= 16) {
-            a = fold(load64(p) ^ kK1, load64(p + 8) ^ a);
-            p += 16;
-            n -= 16;
-        }
-        if (n >= 8) {
-            a = fold(load64(p) ^ kK2, a ^ kK3);
-            p += 8;
-            n -= 8;
-        }
-        state_ = mix64(fold(loadShort(p, n) ^ kK3, a ^ kK0));
+        state_ = mix64(foldRest(p, n, a));
         return *this;
     }
 

@@ -26,19 +26,7 @@ using namespace routing::hash_detail;
 inline std::uint64_t hash64(std::string_view bytes) {
     using namespace hash_detail;
     const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-    std::size_t n = bytes.size();
-    std::uint64_t h = kK0 ^ (n * kK1);
-    while (n >= 16) {
-        h = fold(load64(p) ^ kK1, load64(p + 8) ^ h);
-        p += 16;
-        n -= 16;
-    }
-    if (n >= 8) {
-        h = fold(load64(p) ^ kK2, h ^ kK3);
-        p += 8;
-        n -= 8;
-    }
-    return fold(loadShort(p, n) ^ kK3, h ^ kK0);
+    return foldRest(p, bytes.size(), kK0 ^ (bytes.size() * kK1));
 }
 
 inline Hash128 hash128(std::string_view bytes) {
