@@ -30,6 +30,12 @@ admission::TokenCounterLimits countLimits(const conf::Config& config, bool offlo
     return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share};
 }
 
+// 64 random bits: a request id source's seed.
+std::uint64_t randomSeed() {
+    std::random_device device;
+    return std::uint64_t(device()) << 32 | device();
+}
+
 }  // namespace
 
 Worker::Worker(Server& server, size_t index)
@@ -37,7 +43,7 @@ Worker::Worker(Server& server, size_t index)
       index_(index),
       admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), false)),
       offload_admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), true)),
-      request_ids_((uint64_t(std::random_device{}()) << 32 | std::random_device{}()) ^ uint64_t(index)) {
+      request_ids_(randomSeed() ^ uint64_t(index)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)
         pools_.push_back(std::make_unique<UpstreamPool>(
