@@ -1,9 +1,9 @@
 #include "gateway/access_log.hpp"
 
 #include <cerrno>
-#include <cstdio>
+#include <charconv>
+#include <cmath>
 #include <cstring>
-#include <ctime>
 #include <stdexcept>
 
 #include <fcntl.h>
@@ -54,29 +54,78 @@ void appendJsonString(std::string& out, std::string_view text) {
 
 void appendField(std::string& out, std::string_view name) { out.append(",\"").append(name).append("\":"); }
 
-void appendMillis(std::string& out, double seconds) {
-    char text[32];
-    int n = std::snprintf(text, sizeof text, "%.3f", seconds * 1000.0);
-    out.append(text, size_t(n));
+template <typename Integer>
+void appendInteger(std::string& out, Integer value) {
+    char text[24];
+    auto end = std::to_chars(text, text + sizeof text, value).ptr;
+    out.append(text, size_t(end - text));
+}
+
+// Milliseconds with three decimals, from whole microseconds (as "%.3f" of
+// the milliseconds would print them, without printf's float formatting).
+void appendMillis(std::string& out, int64_t micros) {
+    if (micros < 0) {
+        out.push_back('-');
+        micros = -micros;
+    }
+    appendInteger(out, micros / 1000);
+    const auto rest = int(micros % 1000);
+    const char decimals[4] = {'.', char('0' + rest / 100), char('0' + rest / 10 % 10), char('0' + rest % 10)};
+    out.append(decimals, sizeof decimals);
+}
+
+// "2025-12-02T13:20:00.123Z", from the civil calendar of <chrono>: no
+// gmtime_r and strftime per line (gmtime_r takes glibc's time-zone lock,
+// which every worker would share).
+void appendUtcStamp(std::string& out, std::chrono::system_clock::time_point time) {
+    using namespace std::chrono;
+    const auto millis = floor<milliseconds>(time);
+    const auto day = floor<days>(millis);
+    const year_month_day date{day};
+    const hh_mm_ss clock{millis - day};
+    const int year = int(date.year());
+    if (year < 0 || year > 9999) {  // not a clock this gateway will see; still valid JSON
+        appendInteger(out, year);
+        return;
+    }
+    char text[24];
+    auto put = [&text](size_t at, unsigned value, int digits) {
+        for (int i = digits - 1; i >= 0; --i, value /= 10) text[at + size_t(i)] = char('0' + value % 10);
+    };
+    put(0, unsigned(year), 4);
+    text[4] = '-';
+    put(5, unsigned(date.month()), 2);
+    text[7] = '-';
+    put(8, unsigned(date.day()), 2);
+    text[10] = 'T';
+    put(11, unsigned(clock.hours().count()), 2);
+    text[13] = ':';
+    put(14, unsigned(clock.minutes().count()), 2);
+    text[16] = ':';
+    put(17, unsigned(clock.seconds().count()), 2);
+    text[19] = '.';
+    put(20, unsigned(clock.subseconds().count()), 3);
+    text[23] = 'Z';
+    out.append(text, sizeof text);
 }
 
 }  // namespace
 
 std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::time_point now) {
     std::string out;
-    out.reserve(384);
+    appendAccessLine(out, r, now);
+    return out;
+}
+
+void appendAccessLine(std::string& out, const AccessRecord& r, std::chrono::steady_clock::time_point now) {
+    out.reserve(out.size() + 384);
     const auto began = r.time != std::chrono::system_clock::time_point{}
                            ? r.time
                            : std::chrono::system_clock::now() -
                                  std::chrono::duration_cast<std::chrono::system_clock::duration>(now - r.started);
-    std::time_t t = std::chrono::system_clock::to_time_t(began);
-    auto millis = std::chrono::duration_cast<std::chrono::milliseconds>(began.time_since_epoch()).count() % 1000;
-    std::tm tm{};
-    gmtime_r(&t, &tm);
-    char stamp[40];
-    size_t n = std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%S", &tm);
-    std::snprintf(stamp + n, sizeof stamp - n, ".%03dZ", int(millis));
-    out.append("{\"time\":\"").append(stamp).append("\"");
+    out.append("{\"time\":\"");
+    appendUtcStamp(out, began);
+    out.push_back('"');
     appendField(out, "request_id");
     appendJsonString(out, r.request_id);
     appendField(out, "method");
@@ -94,33 +143,33 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     else appendJsonString(out, r.backend);
     appendField(out, "rank");
     if (r.rank < 0) out.append("null");
-    else out.append(std::to_string(r.rank));
+    else appendInteger(out, r.rank);
     appendField(out, "status");
-    out.append(std::to_string(r.status));
+    appendInteger(out, r.status);
     appendField(out, "stream");
     out.append(r.stream ? "true" : "false");
     appendField(out, "images");
-    out.append(std::to_string(r.images));
+    appendInteger(out, r.images);
     appendField(out, "prompt_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->prompt_tokens));
+    if (r.usage) appendInteger(out, r.usage->prompt_tokens);
     else out.append("null");
     appendField(out, "cached_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->cached_prompt_tokens));
+    if (r.usage) appendInteger(out, r.usage->cached_prompt_tokens);
     else out.append("null");
     appendField(out, "completion_tokens");
-    if (r.usage) out.append(std::to_string(r.usage->completion_tokens));
+    if (r.usage) appendInteger(out, r.usage->completion_tokens);
     else out.append("null");
     appendField(out, "ttfb_ms");
     if (r.ttfb_seconds < 0) out.append("null");
-    else appendMillis(out, r.ttfb_seconds);
+    else appendMillis(out, std::llround(r.ttfb_seconds * 1e6));
     appendField(out, "duration_ms");
-    appendMillis(out, std::chrono::duration<double>(now - r.started).count());
+    appendMillis(out, std::chrono::duration_cast<std::chrono::microseconds>(now - r.started).count());
     appendField(out, "bytes_in");
-    out.append(std::to_string(r.bytes_in));
+    appendInteger(out, r.bytes_in);
     appendField(out, "bytes_out");
-    out.append(std::to_string(r.bytes_out));
+    appendInteger(out, r.bytes_out);
     appendField(out, "retries");
-    out.append(std::to_string(r.retries));
+    appendInteger(out, r.retries);
     appendField(out, "rejection");
     if (r.rejection.empty()) out.append("null");
     else appendJsonString(out, r.rejection);
@@ -130,7 +179,6 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
         out.append(",\"backend\":").append(std::to_string(r.count_mismatch->backend)).append("}");
     }
     out.append("}\n");
-    return out;
 }
 
 std::shared_ptr<AccessLogSink> AccessLogSink::open(const std::string& target) {

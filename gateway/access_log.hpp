@@ -53,7 +53,10 @@ struct AccessRecord {
     std::optional<CountMismatch> count_mismatch;
 };
 
-// The record as one JSON object and a newline. Pure, for tests.
+// The record as one JSON object and a newline, appended to `out` (the
+// worker's batch of lines). Pure.
+void appendAccessLine(std::string& out, const AccessRecord& record, std::chrono::steady_clock::time_point now);
+// The same line on its own, for tests.
 std::string formatAccessLine(const AccessRecord& record, std::chrono::steady_clock::time_point now);
 
 // Where the lines go. Opened at start and on reload (so a rotated file is

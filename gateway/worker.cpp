@@ -171,7 +171,7 @@ metrics::Counter& Worker::requestCounter(std::string_view path, unsigned status)
 
 void Worker::logAccess(const AccessRecord& record) {
     if (server_.config().log.access == "off") return;
-    access_lines_.append(formatAccessLine(record, std::chrono::steady_clock::now()));
+    appendAccessLine(access_lines_, record, std::chrono::steady_clock::now());
     constexpr size_t kFlushBytes = 16 * 1024;
     if (access_lines_.size() >= kFlushBytes) {
         flushAccessLog();

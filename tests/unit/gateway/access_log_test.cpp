@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <sstream>
 
@@ -58,6 +59,47 @@ TEST(AccessLog, RelayedRequestIsOneJsonLineWithEveryField) {
     EXPECT_EQ(j["bytes_out"], 900);
     EXPECT_EQ(j["retries"], 1);
     EXPECT_TRUE(j["rejection"].is_null());
+}
+
+// The stamp is built from <chrono>'s calendar, not gmtime_r: it must say
+// what gmtime_r + strftime say, on any day (leap days, year ends, 2100).
+TEST(AccessLog, TimeIsWhatGmtimeSaysToTheMillisecond) {
+    // (A time of 0 means "not set": the line then takes the clock's.)
+    std::vector<int64_t> millis = {
+        1, 951782399999, 951782400000, 1709251199999, 1709251200000, 1735689599999, 4107542400000, 4102444799001};
+    for (int64_t m = 1; m < 4102444800000; m += 7919LL * 3600 * 1000 + 123457) millis.push_back(m);
+    for (int64_t m : millis) {
+        AccessRecord r;
+        r.time = std::chrono::system_clock::time_point(std::chrono::milliseconds(m));
+        std::time_t t = std::time_t(m / 1000);
+        std::tm tm{};
+        gmtime_r(&t, &tm);
+        char expected[40];
+        size_t n = std::strftime(expected, sizeof expected, "%Y-%m-%dT%H:%M:%S", &tm);
+        std::snprintf(expected + n, sizeof expected - n, ".%03dZ", int(m % 1000));
+        EXPECT_EQ(json::parse(formatAccessLine(r, r.started))["time"], std::string(expected)) << m;
+    }
+}
+
+// Durations are printed from whole microseconds, as "%.3f" of milliseconds.
+TEST(AccessLog, MillisecondsHaveThreeDecimalsFromMicroseconds) {
+    AccessRecord r = relayed();
+    r.ttfb_seconds = 1.2345678;
+    std::string line = formatAccessLine(r, r.started + std::chrono::microseconds(61'000'007));
+    EXPECT_NE(line.find("\"ttfb_ms\":1234.568,"), std::string::npos) << line;
+    EXPECT_NE(line.find("\"duration_ms\":61000.007,"), std::string::npos) << line;
+    r.ttfb_seconds = 0.0;
+    line = formatAccessLine(r, r.started);
+    EXPECT_NE(line.find("\"ttfb_ms\":0.000,\"duration_ms\":0.000,"), std::string::npos) << line;
+}
+
+// Lines append to the worker's batch: each whole, one after the other.
+TEST(AccessLog, LinesAppendToTheBatch) {
+    std::string batch = "earlier\n";
+    AccessRecord r = relayed();
+    appendAccessLine(batch, r, r.started);
+    appendAccessLine(batch, r, r.started);
+    EXPECT_EQ(batch, "earlier\n" + formatAccessLine(r, r.started) + formatAccessLine(r, r.started));
 }
 
 TEST(AccessLog, UnknownFactsAreNullNotZero) {
