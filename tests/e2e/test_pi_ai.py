@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness import (ADMIN_TOKEN, CLIENT_KEY, MODEL, REPO_ROOT, TOKENIZER, Gateway, Sim, gateway_config,
-                     http_request, metric_sample)
+                     http_request, json_lines, metric_sample)
 
 CLIENT = Path(__file__).resolve().parent / "pi_ai_client.mjs"
 WINDOW = 40000
@@ -66,13 +66,12 @@ def pi_ai(gw: Gateway, scenario: str, prompt: str, request_id: str, **extra) -> 
 def access_record(log: Path, request_id: str, timeout: float = 5.0) -> dict:
     deadline = time.monotonic() + timeout
     while True:
-        text = log.read_text() if log.exists() else ""
-        for line in text.splitlines():
-            record = json.loads(line)
+        records = json_lines(log)
+        for record in records:
             if record["request_id"] == request_id:
                 return record
         if time.monotonic() > deadline:
-            raise AssertionError(f"no access record for {request_id}:\n{text}")
+            raise AssertionError(f"no access record for {request_id}: {records}")
         time.sleep(0.05)
 
 

@@ -590,6 +590,14 @@ def wait_fd_count(pid: int, at_most: int, timeout: float = 5.0) -> int:
         time.sleep(0.05)
 
 
+def json_lines(path: Path) -> list[dict]:
+    """The whole lines of a JSON-lines file (an access log), parsed. A read
+    while a worker writes its batch can end mid-line; that line is left for
+    the next read."""
+    text = path.read_text() if path.exists() else ""
+    return [json.loads(line) for line in text.splitlines(keepends=True) if line.endswith("\n") and line.strip()]
+
+
 def metric_sample(page: str, name: str, **labels) -> float:
     """The sum of the samples of `name` on a Prometheus text page whose
     labels include `labels` (0 when there are none)."""

@@ -159,6 +159,15 @@ def metrics_text(gw) -> str:
     return data.decode()
 
 
+def wait_metrics_line(gw, line: str, timeout: float = 5.0) -> str:
+    """/metrics once it has `line` (gauges the health timer refreshes lag
+    the status by up to one interval)."""
+    deadline = time.monotonic() + timeout
+    while line not in (text := metrics_text(gw)) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return text
+
+
 def roles(body) -> dict[str, str]:
     return {b["name"]: b["role"] for b in body["backends"]}
 
@@ -278,7 +287,7 @@ def test_failover_to_an_unaccepted_standby_is_loud_or_refused(tmp_path, required
                 assert note["message"].startswith("FAILOVER TO UNACCEPTED STANDBY")
             logs = gw.process.stdout() + gw.process.stderr()
             assert note["message"] in logs
-            assert "dpgate_unaccepted_failover 1" in metrics_text(gw)
+            assert "dpgate_unaccepted_failover 1" in wait_metrics_line(gw, "dpgate_unaccepted_failover 1")
 
 
 def test_a_primary_not_probed_yet_is_not_a_failover(tmp_path):
@@ -288,7 +297,7 @@ def test_a_primary_not_probed_yet_is_not_a_failover(tmp_path):
     with Sim() as standby, Sim(fault="hang") as primary:
         backends = [("primary", primary, "primary"), ("standby", standby, "standby")]
         config = gateway_config(backends, acceptance={"dir": str(tmp_path / "acc")},
-                                health={"interval_ms": 200, "timeout_ms": 2500, "fall": 1, "rise": 1})
+                                health={"interval_ms": 200, "timeout_ms": 8000, "fall": 1, "rise": 1})
         with Gateway(config, wait_healthy=False) as gw:
             body = wait_status(gw, lambda b: b["backends"][1]["healthy"])
             started = time.monotonic()
@@ -303,10 +312,10 @@ def test_a_primary_not_probed_yet_is_not_a_failover(tmp_path):
                                         {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]})
             assert status == 503, answer
             assert standby.stats()["requests"] == 0
-            if time.monotonic() - started < 2.0:  # still inside the primary's first probe
+            if time.monotonic() - started < 7.0:  # still inside the primary's first probe
                 assert "FAILOVER" not in gw.process.stdout() + gw.process.stderr()
             # The primary's first probe times out: now it is down, and the failover is loud.
-            body = wait_status(gw, lambda b: b["failover_unaccepted"] is not None)
+            body = wait_status(gw, lambda b: b["failover_unaccepted"] is not None, timeout=20.0)
             assert body["backends"][0]["probed"] is True and body["backends"][0]["healthy"] is False
             assert body["failover_unaccepted"]["message"].startswith("FAILOVER TO UNACCEPTED STANDBY")
             status, _, answer = gw.json("POST", "/v1/chat/completions",

@@ -24,7 +24,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from harness import (ADMIN_TOKEN, CLIENT_KEY, MODEL, TOKENIZER, Gateway, Sim, bin_dir, gateway_config,
-                     http_request, metric_sample, sse_events)
+                     http_request, json_lines, metric_sample, sse_events)
 
 CHAT = "/v1/chat/completions"
 AUTH = {"Authorization": f"Bearer {CLIENT_KEY}"}
@@ -95,8 +95,7 @@ def access_lines(path: Path, ids: set[str], timeout: float = 5.0) -> dict[str, d
     worker flushes within 250 ms)."""
     deadline = time.monotonic() + timeout
     while True:
-        text = path.read_text() if path.exists() else ""
-        lines = {l["request_id"]: l for l in (json.loads(t) for t in text.splitlines() if t)}
+        lines = {l["request_id"]: l for l in json_lines(path)}
         if ids <= lines.keys() or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)

@@ -361,10 +361,13 @@ def test_sigterm_drains_a_live_stream_then_exits_zero():
                 events = resp.events()
                 next(events)
                 os.kill(gw.pid, signal.SIGTERM)
-                time.sleep(0.3)
-                # New connections are refused once draining starts.
+                # New connections are refused once draining starts (each
+                # worker closes its listener after the signal).
+                deadline = time.monotonic() + 3.0
                 with pytest.raises(OSError):
-                    socket.create_connection(("127.0.0.1", gw.port), timeout=1).close()
+                    while time.monotonic() < deadline:
+                        socket.create_connection(("127.0.0.1", gw.port), timeout=1).close()
+                        time.sleep(0.05)
                 rest = list(events)
                 assert resp.complete
                 assert rest[-1].data == "[DONE]"

@@ -8,7 +8,8 @@ import os
 import time
 from pathlib import Path
 
-from harness import ADMIN_TOKEN, CLIENT_KEY, Gateway, Sim, chat_body, gateway_config, http_request, sse_events
+from harness import (ADMIN_TOKEN, CLIENT_KEY, Gateway, Sim, chat_body, gateway_config, http_request, json_lines,
+                     sse_events)
 from harness import metric_sample as sample
 
 CHAT = "/v1/chat/completions"
@@ -82,8 +83,7 @@ def read_lines(path: Path, ids: set[str], timeout: float = 5.0, also=None) -> li
     250 ms, so lines from different workers arrive in any order)."""
     deadline = time.monotonic() + timeout
     while True:
-        text = path.read_text() if path.exists() else ""
-        lines = [json.loads(l) for l in text.splitlines() if l]
+        lines = json_lines(path)
         if (ids <= {l["request_id"] for l in lines} and (also is None or any(also(l) for l in lines))) or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)

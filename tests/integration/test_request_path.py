@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 import time
 
-from harness import ADMIN_TOKEN, Gateway, Sim, chat_body, gateway_config, http_request, metric_sample
+from harness import ADMIN_TOKEN, Gateway, Sim, chat_body, gateway_config, http_request, json_lines, metric_sample
 
 CHAT = "/v1/chat/completions"
 
@@ -19,8 +19,7 @@ def access_lines(log, count: int, timeout: float = 5.0) -> list[dict]:
     at least `count` of them (or the timeout passes)."""
     deadline = time.monotonic() + timeout
     while True:
-        text = log.read_text() if log.exists() else ""
-        lines = [line for line in map(json.loads, filter(None, text.splitlines())) if line["path"] != "/health"]
+        lines = [line for line in json_lines(log) if line["path"] != "/health"]
         if len(lines) >= count or time.monotonic() > deadline:
             return lines
         time.sleep(0.05)

@@ -130,7 +130,9 @@ def test_stream_chunks_arrive_over_time():
         first_token, last_token = events[1].at, events[8].at
         # 7 decode steps of 60 ms lie between the first and last token.
         assert last_token - first_token >= 0.35
-        assert first_token - start < 0.2
+        # The first token comes at once, not after the decode: well before
+        # the decode's span (an absolute bound would fail a sanitizer build).
+        assert first_token - start < last_token - first_token
 
 
 def test_rank_pinning_and_errors(sim):
