@@ -63,7 +63,7 @@ pid {prefix}/nginx.pid;
 error_log {prefix}/error.log warn;
 events {{ worker_connections 16384; }}
 http {{
-    access_log off;
+    {access_log};
     client_body_temp_path {prefix}/body;
     proxy_temp_path {prefix}/proxy;
     fastcgi_temp_path {prefix}/fastcgi;
@@ -87,13 +87,15 @@ http {{
 # The issue's HAProxy: the conversation's header chooses the server on a
 # consistent hash ring (the closest peer to dpgate's affinity), idle server
 # connections shared by any client (http-reuse always), as many threads as
-# dpgate has workers. No logging, as dpgate and nginx run without access logs.
+# dpgate has workers. No logging, as dpgate and nginx run without access logs
+# (with --access-log, each logs every request: HAProxy its httplog line to
+# stdout, which goes to a file, nginx its default combined line).
 HAPROXY_CONF = """
 global
     nbthread {workers}
-    maxconn 8000
+    maxconn 8000{log_target}
 defaults
-    mode http
+    mode http{log_format}
     timeout connect 5s
     timeout client 60s
     timeout server 60s
@@ -159,45 +161,56 @@ def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None
     return {"rps": rps, "p50_ms": pct("50"), "p99_ms": pct("99"), "cpu_per_1k": cpu_per_1k}
 
 
-def bench_config(sim: Sim, workers: int) -> dict:
+def bench_config(sim: Sim, workers: int, access_log: Path | None = None) -> dict:
     """The dpgate config every proxy benchmark runs: one backend, no access
-    log, and health probes that give a saturated machine slack (a probe
-    answered late would mark the only backend down and turn the run into 503s)."""
+    log (or one written to the file `access_log`), and health probes that
+    give a saturated machine slack (a probe answered late would mark the
+    only backend down and turn the run into 503s)."""
     return gateway_config([("primary", sim, "primary")], threads=workers,
-                          log={"level": "warn", "access": "off"},
+                          log={"level": "warn", "access": str(access_log) if access_log else "off"},
                           health={"interval_ms": 1000, "timeout_ms": 10000, "fall": 10, "rise": 1})
 
 
-def peer_argv(peer: str, prefix: Path, sim_port: int, port: int, workers: int, nginx_master: bool = True) -> list[str]:
+def peer_argv(peer: str, prefix: Path, sim_port: int, port: int, workers: int, nginx_master: bool = True,
+              access_log: bool = False) -> list[str]:
     """Writes `peer`'s config (NGINX_CONF or HAPROXY_CONF) into `prefix`, with
-    the directories nginx wants there, and returns its command line."""
+    the directories nginx wants there, and returns its command line. With
+    `access_log`, nginx logs to prefix/nginx-access.log and HAProxy to its
+    stdout (the caller sends that to a file)."""
     if peer == "nginx":
         for d in ("body", "proxy", "fastcgi", "uwsgi", "scgi"):
             (prefix / d).mkdir(exist_ok=True)
         conf = prefix / "nginx.conf"
+        log = f"access_log {prefix}/nginx-access.log" if access_log else "access_log off"
         conf.write_text(("" if nginx_master else "master_process off;\n") +
-                        NGINX_CONF.format(workers=workers, prefix=prefix, sim_port=sim_port, port=port))
+                        NGINX_CONF.format(workers=workers, prefix=prefix, sim_port=sim_port, port=port,
+                                          access_log=log))
         return ["nginx", "-p", str(prefix), "-c", str(conf)]
     conf = prefix / "haproxy.cfg"
-    conf.write_text(HAPROXY_CONF.format(workers=workers, sim_port=sim_port, port=port))
+    conf.write_text(HAPROXY_CONF.format(workers=workers, sim_port=sim_port, port=port,
+                                        log_target="\n    log stdout format raw local0 info" if access_log else "",
+                                        log_format="\n    log global\n    option httplog" if access_log else ""))
     return ["haproxy", "-db", "-f", str(conf)]
 
 
 @contextlib.contextmanager
-def proxies(sim: Sim, workers: int, baseline: Path | None):
+def proxies(sim: Sim, workers: int, baseline: Path | None, access_logs: Path | None = None):
     """dpgate, HAProxy and nginx (and the baseline dpgate) in front of `sim`:
-    yields ({target: port}, {target: pids whose CPU is the proxy's})."""
+    yields ({target: port}, {target: pids whose CPU is the proxy's}). With
+    `access_logs` (a directory), every proxy logs each request to a file there."""
     # The peers log nothing and probe nothing; dpgate's config (bench_config) likewise.
-    config = bench_config(sim, workers)
+    config = bench_config(sim, workers, access_logs / "dpgate-access.log" if access_logs else None)
     with Gateway(config) as gw, contextlib.ExitStack() as stack:
         base = stack.enter_context(Gateway(config, binary=baseline)) if baseline else None
         prefix = Path(tempfile.mkdtemp(prefix="dpgate-peers-"))
         stack.callback(shutil.rmtree, prefix, ignore_errors=True)
         nginx_port, haproxy_port = free_port(), free_port()
         peers = []
-        for argv in (peer_argv("nginx", prefix, sim.port, nginx_port, workers),
-                     peer_argv("haproxy", prefix, sim.port, haproxy_port, workers)):
-            proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL,
+        logged = access_logs is not None
+        for argv in (peer_argv("nginx", prefix, sim.port, nginx_port, workers, access_log=logged),
+                     peer_argv("haproxy", prefix, sim.port, haproxy_port, workers, access_log=logged)):
+            out = open(access_logs / "haproxy-access.log", "wb") if logged and argv[0] == "haproxy" else subprocess.DEVNULL
+            proc = subprocess.Popen(argv, stdout=out,
                                     stderr=open(prefix / f"{argv[0]}.stderr", "wb"))
             peers.append(proc)
             stack.callback(proc.wait, 10)

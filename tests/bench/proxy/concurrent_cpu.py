@@ -5,6 +5,7 @@ all loaded at the same time: the steadier comparison on a shared machine
 
     tests/bench/proxy/concurrent_cpu.py [--rounds 16] [--seconds 3] [--connections 16]
                                         [--baseline NAME=DPGATE_BINARY ...] [--no-peers]
+                                        [--access-log]
 
 bench_proxy.py runs the proxies one after the other, so a neighbour's burst
 on the host lands on whichever proxy runs then, and rounds of one run
@@ -24,9 +25,11 @@ import argparse
 import contextlib
 import os
 import re
+import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
@@ -67,15 +70,21 @@ def main() -> int:
     ap.add_argument("--baseline", action="append", default=[], metavar="NAME=BINARY",
                     help="another dpgate binary on the same simulator and config")
     ap.add_argument("--no-peers", action="store_true", help="dpgate binaries only")
+    ap.add_argument("--access-log", action="store_true",
+                    help="every proxy logs each request to a file (dpgate's default config logs them)")
     args = ap.parse_args()
 
     per_request: dict[str, list[float]] = {}
     ticks: dict[str, list[int]] = {}  # user, system, requests over all rounds
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, contextlib.ExitStack() as stack:
-        targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None))
+        logs = None
+        if args.access_log:
+            logs = Path(tempfile.mkdtemp(prefix="dpgate-access-logs-"))
+            stack.callback(shutil.rmtree, logs, ignore_errors=True)
+        targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None, logs))
         ports = {"dpgate": targets["dpgate"]}
         owners = {"dpgate": pids["dpgate"]}
-        config = bench_proxy.bench_config(sim, 2)
+        config = bench_proxy.bench_config(sim, 2, logs / "dpgate-access.log" if logs else None)
         for spec in args.baseline:
             name, _, binary = spec.partition("=")
             gw = stack.enter_context(Gateway(config, binary=Path(binary)))
