@@ -590,6 +590,16 @@ def wait_fd_count(pid: int, at_most: int, timeout: float = 5.0) -> int:
         time.sleep(0.05)
 
 
+def poll(fetch, done, timeout: float = 5.0):
+    """fetch() until done(value) or the timeout; the last value either way,
+    for the caller's assertion (for state a gateway updates after it
+    answers: on another worker, a timer, after the last write)."""
+    deadline = time.monotonic() + timeout
+    while not done(value := fetch()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    return value
+
+
 def json_lines(path: Path) -> list[dict]:
     """The whole lines of a JSON-lines file (an access log), parsed. A read
     while a worker writes its batch can end mid-line; that line is left for

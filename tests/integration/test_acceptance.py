@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import ADMIN_TOKEN, MODEL, TOKENIZER, Gateway, Sim, bin_dir, free_port, gateway_config, http_request
+from harness import ADMIN_TOKEN, MODEL, TOKENIZER, Gateway, Sim, bin_dir, free_port, gateway_config, http_request, poll
 
 CHECKS = ["models", "metrics_ranks", "rank_answers", "stream", "prefix_cache", "tool_call", "images_16",
           "images_640", "window_edge", "count_agreement"]
@@ -162,10 +162,7 @@ def metrics_text(gw) -> str:
 def wait_metrics_line(gw, line: str, timeout: float = 5.0) -> str:
     """/metrics once it has `line` (gauges the health timer refreshes lag
     the status by up to one interval)."""
-    deadline = time.monotonic() + timeout
-    while line not in (text := metrics_text(gw)) and time.monotonic() < deadline:
-        time.sleep(0.05)
-    return text
+    return poll(lambda: metrics_text(gw), lambda text: line in text, timeout)
 
 
 def roles(body) -> dict[str, str]:

@@ -12,7 +12,7 @@ import time
 
 import pytest
 
-from harness import ADMIN_TOKEN, TOKENIZER, Gateway, Sim, bin_dir, chat_body, free_port, gateway_config
+from harness import ADMIN_TOKEN, TOKENIZER, Gateway, Sim, bin_dir, chat_body, free_port, gateway_config, poll
 
 RANK_HEADER = ["BACKEND", "RANK", "IN_FLIGHT", "QUEUED_PREFILL", "RECENT_PREFILL", "RUNNING", "WAITING", "KV_USAGE", "CACHE_HIT"]
 
@@ -281,14 +281,9 @@ def test_in_flight_counts_a_request_on_its_rank_while_it_runs():
                 worker.join()
             assert done["status"] == 200
             # The slot is released after the answer's last write: poll.
-            deadline = time.monotonic() + 5
-            while True:
-                after = gw.admin("GET", "/admin/status")[2]
-                idle = all(slot["in_flight"] == 0 for b in after["backends"] for slot in b["slots"])
-                if idle or time.monotonic() > deadline:
-                    break
-                time.sleep(0.05)
-            assert idle, after
+            after = poll(lambda: gw.admin("GET", "/admin/status")[2],
+                         lambda body: all(slot["in_flight"] == 0 for b in body["backends"] for slot in b["slots"]))
+            assert all(slot["in_flight"] == 0 for b in after["backends"] for slot in b["slots"]), after
 
 
 def test_with_no_address_it_reads_dpgate_config_and_a_demo_configs_plain_token(tmp_path):

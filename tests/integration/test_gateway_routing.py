@@ -7,7 +7,7 @@ from __future__ import annotations
 import threading
 import time
 
-from harness import MODEL, Gateway, Sim, gateway_config, open_stream
+from harness import MODEL, Gateway, Sim, gateway_config, open_stream, poll
 
 CHAT = "/v1/chat/completions"
 SYSTEM = "You are the coding agent of ACME. " + "Follow the house rules carefully. " * 200
@@ -142,13 +142,9 @@ def test_new_conversations_avoid_the_rank_that_did_the_recent_prefill_work():
                 uncached = first["usage"]["prompt_tokens"] - first["usage"]["prompt_tokens_details"]["cached_tokens"]
                 # The lease is corrected to the backend's count after the
                 # answer is written, maybe on another worker: poll.
-                deadline = time.monotonic() + 5
-                while True:
-                    slots = gw.admin("GET", "/admin/status")[2]["backends"][0]["slots"]
-                    work = {f"primary/{s['rank']}": s["recent_prefill_tokens"] for s in slots}
-                    if work[busy] >= 0.99 * uncached or time.monotonic() > deadline:
-                        break
-                    time.sleep(0.05)
+                work = poll(lambda: {f"primary/{s['rank']}": s["recent_prefill_tokens"]
+                                     for s in gw.admin("GET", "/admin/status")[2]["backends"][0]["slots"]},
+                            lambda work: work[busy] >= 0.99 * uncached)
                 assert work[busy] >= 0.99 * uncached and uncached > 16_000, (work, uncached)
                 assert all(w == 0 for route, w in work.items() if route != busy), work
 

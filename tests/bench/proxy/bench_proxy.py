@@ -209,7 +209,9 @@ def proxies(sim: Sim, workers: int, baseline: Path | None, access_logs: Path | N
         logged = access_logs is not None
         for argv in (peer_argv("nginx", prefix, sim.port, nginx_port, workers, access_log=logged),
                      peer_argv("haproxy", prefix, sim.port, haproxy_port, workers, access_log=logged)):
-            out = open(access_logs / "haproxy-access.log", "wb") if logged and argv[0] == "haproxy" else subprocess.DEVNULL
+            out = subprocess.DEVNULL
+            if logged and argv[0] == "haproxy":
+                out = stack.enter_context(open(access_logs / "haproxy-access.log", "wb"))
             proc = subprocess.Popen(argv, stdout=out,
                                     stderr=open(prefix / f"{argv[0]}.stderr", "wb"))
             peers.append(proc)
