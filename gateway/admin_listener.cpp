@@ -207,7 +207,7 @@ http::response<http::string_body> AdminListener::status() const {
                              {"public_window", backends.publicWindow()},
                              {"routing_mode", conf::toString(server_.config().routing.mode)},
                              {"open_connections", server_.openConnections().load()},
-                             {"requests_in_flight", server_.requestsInFlight().load()},
+                             {"requests_in_flight", server_.requestsInFlight().value()},
                              {"last_count_mismatch", server_.countCheck().lastMismatch()},
                              {"backends", std::move(list)}};
     RoleLedger::Source source = server_.roles().source();

@@ -4,21 +4,21 @@
 #pragma once
 
 #include "gateway/metrics/metric_family.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 
-#include <atomic>
 #include <cstdint>
 
 namespace dpgate::gateway {
 
 class InFlight {
 public:
-    explicit InFlight(std::atomic<int64_t>& count) : count_(count) { count_.fetch_add(1, std::memory_order_relaxed); }
-    ~InFlight() { count_.fetch_sub(1, std::memory_order_relaxed); }
+    explicit InFlight(metrics::ShardedCount<int64_t>& count) : count_(count) { count_.add(1); }
+    ~InFlight() { count_.sub(1); }
     InFlight(const InFlight&) = delete;
     InFlight& operator=(const InFlight&) = delete;
 
 private:
-    std::atomic<int64_t>& count_;
+    metrics::ShardedCount<int64_t>& count_;
 };
 
 // The same for a gauge child; a null gauge (metrics off) holds nothing.

@@ -73,7 +73,7 @@ Server::Server(conf::Config config, ServeOptions options)
                                     (drained.empty() ? "" : ", drained:" + drained));
     }
     refreshAcceptance();
-    idle_upstream_ = std::make_unique<std::atomic<size_t>[]>(config_.backends.size());
+    idle_upstream_ = std::make_unique<metrics::ShardedCount<int64_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
 
@@ -245,7 +245,7 @@ void Server::pollDrain(std::chrono::steady_clock::time_point deadline) {
         bool drained = open_connections_.load() == 0;
         if (drained || std::chrono::steady_clock::now() >= deadline) {
             if (!drained) {
-                logLine(LogLevel::warn, "drain deadline reached with " + std::to_string(requests_in_flight_.load()) +
+                logLine(LogLevel::warn, "drain deadline reached with " + std::to_string(requests_in_flight_.value()) +
                                             " requests in flight: closing them");
                 for (auto& w : workers_) w->closeAll();
             }

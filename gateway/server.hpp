@@ -11,6 +11,7 @@
 #include "gateway/backend_registry.hpp"
 #include "gateway/count_check.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/net.hpp"
 #include "gateway/published.hpp"
@@ -79,8 +80,8 @@ public:
     const std::shared_ptr<const admission::ChatTemplate>& chatTemplate() const { return model_files_.chat_template; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
-    std::atomic<size_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
-    std::atomic<int64_t>& requestsInFlight() { return requests_in_flight_; }
+    metrics::ShardedCount<int64_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
+    metrics::ShardedCount<int64_t>& requestsInFlight() { return requests_in_flight_; }
 
 private:
     void beginShutdown();
@@ -105,9 +106,10 @@ private:
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.
     std::atomic<int64_t> open_connections_{0};
-    std::atomic<int64_t> requests_in_flight_{0};
+    // Moved by every request on every worker: sharded (sharded_count.hpp).
+    metrics::ShardedCount<int64_t> requests_in_flight_;
     // Per backend: idle upstream connections over all workers (UpstreamPool).
-    std::unique_ptr<std::atomic<size_t>[]> idle_upstream_;
+    std::unique_ptr<metrics::ShardedCount<int64_t>[]> idle_upstream_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<HealthChecker> health_;
     std::unique_ptr<AdminListener> admin_;

@@ -3,7 +3,7 @@
 namespace dpgate::gateway {
 
 UpstreamPool::UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
-                           std::atomic<size_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
+                           metrics::ShardedCount<int64_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
                            uint64_t idle_timeout_ms)
     : io_(io),
       deadlines_(deadlines),
@@ -18,7 +18,7 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::takeIdle() {
     while (!idle_.empty()) {
         std::unique_ptr<UpstreamConnection> c = std::move(idle_.back());
         idle_.pop_back();
-        idle_total_.fetch_sub(1, std::memory_order_relaxed);
+        idle_total_.sub(1);
         // Servers close idle keep-alive connections on their own clock
         // (uvicorn, which vLLM runs on, after 5 s); retire ours first. One
         // closed meanwhile anyway fails before any answer byte, and the relay
@@ -74,19 +74,19 @@ awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> UpstreamPo
 
 void UpstreamPool::release(std::unique_ptr<UpstreamConnection> connection) {
     if (max_idle_ == 0) return;
-    if (idle_total_.load(std::memory_order_relaxed) >= max_idle_) {
+    if (idle_total_.value() >= int64_t(max_idle_)) {
         if (idle_.empty()) return;  // other workers hold the allowance: this one closes
         idle_.pop_front();          // this worker's oldest makes room
-        idle_total_.fetch_sub(1, std::memory_order_relaxed);
+        idle_total_.sub(1);
     }
     connection->stream.expires_never();
     connection->idle_since = coarseNow();
     idle_.push_back(std::move(connection));
-    idle_total_.fetch_add(1, std::memory_order_relaxed);
+    idle_total_.add(1);
 }
 
 void UpstreamPool::closeIdle() {
-    idle_total_.fetch_sub(idle_.size(), std::memory_order_relaxed);
+    idle_total_.sub(int64_t(idle_.size()));
     idle_.clear();
 }
 

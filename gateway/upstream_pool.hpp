@@ -4,11 +4,11 @@
 #pragma once
 
 #include "conf/config.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 #include "gateway/net.hpp"
 #include "gateway/timed_socket.hpp"
 #include "gateway/upstream_response_parser.hpp"
 
-#include <atomic>
 #include <deque>
 #include <memory>
 #include <optional>
@@ -36,9 +36,10 @@ public:
     // workers' pools together, counted in `idle_total`: a worker keeps as
     // many as its own load needs while the sum has room (a fixed share per
     // worker made a busy worker close and reopen connections its quiet
-    // neighbour was not using).
+    // neighbour was not using). The count is sharded: taking a connection
+    // touches only this worker's cell, and only a release reads the sum.
     UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
-                 std::atomic<size_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
+                 metrics::ShardedCount<int64_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,
                  uint64_t idle_timeout_ms);
     ~UpstreamPool() { closeIdle(); }
 
@@ -62,7 +63,7 @@ private:
     net::io_context& io_;
     DeadlineList& deadlines_;
     const conf::BackendConfig backend_;
-    std::atomic<size_t>& idle_total_;
+    metrics::ShardedCount<int64_t>& idle_total_;
     const size_t max_idle_;
     const uint64_t connect_timeout_ms_;
     const std::chrono::milliseconds idle_timeout_;

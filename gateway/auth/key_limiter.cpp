@@ -37,6 +37,10 @@ KeyLimiter::Key* KeyLimiter::find(std::string_view key_name) const {
 
 RateDecision KeyLimiter::tryAcquire(Key* key, uint64_t now_ms) {
     if (!key) return {};
+    if (!key->limited()) {
+        key->unlimited_in_flight.add(1);
+        return {};
+    }
     const uint64_t rate = key->requests_per_min;
     if (rate == 0) {
         if (!takeSlot(key->in_flight, key->max_concurrent)) return {false, 1, "max_concurrent"};
@@ -73,6 +77,10 @@ RateDecision KeyLimiter::tryAcquire(Key* key, uint64_t now_ms) {
 
 void KeyLimiter::release(Key* key) {
     if (!key) return;
+    if (!key->limited()) {
+        key->unlimited_in_flight.sub(1);
+        return;
+    }
     uint32_t now = key->in_flight.load(std::memory_order_relaxed);
     while (now > 0 &&
            !key->in_flight.compare_exchange_weak(now, now - 1, std::memory_order_acq_rel, std::memory_order_relaxed)) {
@@ -81,7 +89,9 @@ void KeyLimiter::release(Key* key) {
 
 uint32_t KeyLimiter::inFlight(std::string_view key_name) const {
     const Key* key = find(key_name);
-    return key ? key->in_flight.load(std::memory_order_acquire) : 0;
+    if (!key) return 0;
+    if (!key->limited()) return uint32_t(key->unlimited_in_flight.value());
+    return key->in_flight.load(std::memory_order_acquire);
 }
 
 }  // namespace dpgate::auth

@@ -3,8 +3,8 @@
 // from a steady clock, so tests drive time by hand. Thread-safe: the set of
 // keys is fixed at construction and each key has its own state, so two keys
 // never contend. A key without requests_per_min takes no lock at all (its
-// in-flight count is one atomic); one with it takes its own mutex for the
-// bucket.
+// in-flight count is one atomic, sharded by thread for a key without any
+// limit); one with it takes its own mutex for the bucket.
 //
 // requests_per_min is a token bucket: it holds at most requests_per_min
 // requests (a full minute's quota may come as one burst), starts full, and
@@ -14,6 +14,7 @@
 #pragma once
 
 #include "conf/config.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 
 #include <atomic>
 #include <cstdint>
@@ -63,7 +64,13 @@ private:
 struct KeyLimiter::Key {
     uint32_t max_concurrent = 0;    // 0 = unlimited
     uint32_t requests_per_min = 0;  // 0 = unlimited
+    bool limited() const { return max_concurrent > 0 || requests_per_min > 0; }
+    // A limited key's requests in flight: exact, its acquirers compare it
+    // with max_concurrent.
     std::atomic<uint32_t> in_flight{0};
+    // An unlimited key's: only counted, and moved by every worker on every
+    // request, so sharded (gateway/metrics/sharded_count.hpp).
+    metrics::ShardedCount<int64_t> unlimited_in_flight;
     // The bucket, only with requests_per_min; under `mutex`, which also
     // orders that key's in-flight check against its charge.
     std::mutex mutex;

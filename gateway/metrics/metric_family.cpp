@@ -6,18 +6,6 @@
 
 namespace dpgate::metrics {
 
-namespace {
-
-// This thread's shard: threads take shards in turn, so the gateway's few
-// worker threads each get one of their own.
-size_t threadShard() {
-    static std::atomic<size_t> next{0};
-    thread_local const size_t shard = next.fetch_add(1, std::memory_order_relaxed) % Histogram::kShards;
-    return shard;
-}
-
-}  // namespace
-
 Histogram::Histogram(std::vector<double> upper_bounds)
     : upper_bounds_(std::move(upper_bounds)),
       lines_per_shard_((upper_bounds_.size() + 1 + 7) / 8),

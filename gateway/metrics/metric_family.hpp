@@ -6,6 +6,8 @@
 // request).
 #pragma once
 
+#include "gateway/metrics/sharded_count.hpp"
+
 #include <atomic>
 #include <cstdint>
 #include <initializer_list>
@@ -21,28 +23,31 @@
 namespace dpgate::metrics {
 
 // Monotonic count (requests, tokens). Integer-valued: everything dpgate
-// counts is a whole number, and an integer add is one instruction.
+// counts is a whole number. Sharded by thread (sharded_count.hpp): the
+// workers add to the same children on every request.
 class Counter {
 public:
-    void inc(uint64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
-    uint64_t value() const { return value_.load(std::memory_order_relaxed); }
+    void inc(uint64_t n = 1) { count_.add(n); }
+    uint64_t value() const { return count_.value(); }
 
 private:
-    // A cache line each: children of one family are updated from different
-    // worker threads and must not false-share.
-    alignas(64) std::atomic<uint64_t> value_{0};
+    ShardedCount<uint64_t> count_;
 };
 
-// A value that goes up and down (in-flight requests, up/down, window size).
+// A value that goes up and down. Either set (up/down, the window size: one
+// writer, now and then) or moved by inc/dec (requests in flight: every
+// worker, per request, sharded like a counter); the value is the last set
+// plus the moves. Set a gauge or move it, not both.
 class Gauge {
 public:
-    void set(int64_t v) { value_.store(v, std::memory_order_relaxed); }
-    void inc(int64_t n = 1) { value_.fetch_add(n, std::memory_order_relaxed); }
-    void dec(int64_t n = 1) { value_.fetch_sub(n, std::memory_order_relaxed); }
-    int64_t value() const { return value_.load(std::memory_order_relaxed); }
+    void set(int64_t v) { base_.store(v, std::memory_order_relaxed); }
+    void inc(int64_t n = 1) { moves_.add(n); }
+    void dec(int64_t n = 1) { moves_.sub(n); }
+    int64_t value() const { return base_.load(std::memory_order_relaxed) + moves_.value(); }
 
 private:
-    alignas(64) std::atomic<int64_t> value_{0};
+    std::atomic<int64_t> base_{0};
+    ShardedCount<int64_t> moves_;
 };
 
 // Fixed upper bounds, ascending; +Inf is implicit. Buckets are stored
@@ -68,8 +73,6 @@ public:
     };
     Snapshot snapshot() const;
     const std::vector<double>& upperBounds() const { return upper_bounds_; }
-
-    static constexpr size_t kShards = 8;
 
 private:
     struct alignas(64) Line {

@@ -122,5 +122,23 @@ TEST(KeyLimiter, ConcurrentAcquireAndReleaseNeverExceedTheLimit) {
     EXPECT_EQ(limiter.inFlight("k"), 0u);
 }
 
+TEST(KeyLimiter, AnUnlimitedKeyCountsRequestsOnEveryThread) {
+    // Its count is sharded by thread; taken on one thread and given back on
+    // another, it still adds up.
+    KeyLimiter limiter(keysWith(1, 1));
+    std::vector<std::thread> threads;
+    for (int t = 0; t < 6; ++t)
+        threads.emplace_back([&] {
+            for (int i = 0; i < 5000; ++i) ASSERT_TRUE(limiter.tryAcquire("free", 0).allowed);
+        });
+    for (std::thread& thread : threads) thread.join();
+    EXPECT_EQ(limiter.inFlight("free"), 30000u);
+    std::thread([&] {
+        for (int i = 0; i < 29999; ++i) limiter.release("free");
+    }).join();
+    EXPECT_EQ(limiter.inFlight("free"), 1u);
+    EXPECT_EQ(limiter.inFlight("k"), 0u);  // the limited key's count is its own
+}
+
 }  // namespace
 }  // namespace dpgate::auth

@@ -54,7 +54,7 @@ struct Backend {
 
 TEST(UpstreamPool, IdleBoundIsSharedByAllWorkersPools) {
     Backend b;
-    std::atomic<size_t> idle_total{0};
+    dpgate::metrics::ShardedCount<int64_t> idle_total;
     UpstreamPool busy(b.io, b.deadlines, b.config, idle_total, 4, 1000, 60000);
     UpstreamPool quiet(b.io, b.deadlines, b.config, idle_total, 4, 1000, 60000);
 
@@ -66,7 +66,7 @@ TEST(UpstreamPool, IdleBoundIsSharedByAllWorkersPools) {
     for (auto& c : one) quiet.release(std::move(c));
     EXPECT_EQ(busy.idleCount(), 3u);
     EXPECT_EQ(quiet.idleCount(), 1u);
-    EXPECT_EQ(idle_total.load(), 4u);
+    EXPECT_EQ(idle_total.value(), 4);
 
     // Reuse: no new connection reaches the backend.
     b.io.poll();  // the backend's accepts so far
@@ -75,7 +75,7 @@ TEST(UpstreamPool, IdleBoundIsSharedByAllWorkersPools) {
     auto again = b.acquire(busy, 3);
     b.io.poll();
     EXPECT_EQ(b.accepted.size(), connects);
-    EXPECT_EQ(idle_total.load(), 1u);
+    EXPECT_EQ(idle_total.value(), 1);
     for (auto& c : again) EXPECT_TRUE(c->reused);
 
     // At the bound, a worker with idle connections swaps its oldest out; one
@@ -83,19 +83,19 @@ TEST(UpstreamPool, IdleBoundIsSharedByAllWorkersPools) {
     auto extra = b.acquire(quiet, 4);                   // 1 reused + 3 fresh
     for (auto& c : again) busy.release(std::move(c));   // total 3
     for (auto& c : extra) quiet.release(std::move(c));  // 4 offered, room for 1
-    EXPECT_EQ(idle_total.load(), 4u);
+    EXPECT_EQ(idle_total.value(), 4);
     EXPECT_EQ(busy.idleCount() + quiet.idleCount(), 4u);
 
     busy.closeIdle();
-    EXPECT_EQ(idle_total.load(), quiet.idleCount());
+    EXPECT_EQ(idle_total.value(), int64_t(quiet.idleCount()));
 }
 
 TEST(UpstreamPool, ZeroKeepsNothing) {
     Backend b;
-    std::atomic<size_t> idle_total{0};
+    dpgate::metrics::ShardedCount<int64_t> idle_total;
     UpstreamPool pool(b.io, b.deadlines, b.config, idle_total, 0, 1000, 60000);
     auto got = b.acquire(pool, 2);
     for (auto& c : got) pool.release(std::move(c));
     EXPECT_EQ(pool.idleCount(), 0u);
-    EXPECT_EQ(idle_total.load(), 0u);
+    EXPECT_EQ(idle_total.value(), 0);
 }
