@@ -1,6 +1,7 @@
 #include "gateway/router.hpp"
 
 #include "gateway/coarse_clock.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 
 #include <boost/container/small_vector.hpp>
 
@@ -31,12 +32,13 @@ SlotLease& SlotLease::operator=(SlotLease&& other) noexcept {
         load_index_ = other.load_index_;
         queued_ = std::exchange(other.queued_, 0);
         work_charged_ = std::exchange(other.work_charged_, 0.0);
+        meter_shard_ = other.meter_shard_;
     }
     return *this;
 }
 
 void SlotLease::prefillDone() {
-    if (router_ && queued_ != 0) router_->loads_[load_index_].fetch_sub(queued_, std::memory_order_relaxed);
+    if (router_ && queued_ != 0) router_->loads_[load_index_].value.fetch_sub(queued_, std::memory_order_relaxed);
     queued_ = 0;
 }
 
@@ -44,22 +46,24 @@ void SlotLease::answered(const Usage& usage) {
     if (!router_) return;
     const double computed = double(usage.prompt_tokens) - double(usage.cached_prompt_tokens);
     if (computed == work_charged_) return;  // the lease expected it right: nothing to correct
-    router_->work_meter_.add(load_index_, computed - work_charged_, nowSeconds());
+    router_->work_meter_.add(load_index_, computed - work_charged_, nowSeconds(), meter_shard_);
     work_charged_ = computed;
 }
 
 void SlotLease::abandon() {
     if (!router_) return;
     prefillDone();
-    if (work_charged_ != 0) router_->work_meter_.add(load_index_, -work_charged_, nowSeconds());
+    if (work_charged_ != 0) router_->work_meter_.add(load_index_, -work_charged_, nowSeconds(), meter_shard_);
     work_charged_ = 0;
     router_ = nullptr;
 }
 
 Router::Router(BackendRegistry& backends, const conf::Config& config)
     : backends_(backends),
-      loads_(std::make_unique<std::atomic<int64_t>[]>(totalRanks(config))),
-      work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0) {}
+      loads_(std::make_unique<Load[]>(totalRanks(config))),
+      // A shard per worker thread (metrics::threadShard): every lease adds to
+      // the meter, and one lock for all workers was one more line they bounced.
+      work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0, metrics::kShards) {}
 
 void Router::applyReload(const conf::RoutingConfig& routing) {
     work_meter_.setWindow(double(routing.work_window_ms) / 1000.0);
@@ -77,12 +81,12 @@ RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key
     // the stack for up to two machines of 8 ranks (no allocation per request).
     boost::container::small_vector<double, 16> loads(n), work;
     plan.uncached.resize(n);
-    for (size_t i = 0; i < n; ++i) loads[i] = double(loads_[t.load_index[i]].load(std::memory_order_relaxed));
+    for (size_t i = 0; i < n; ++i) loads[i] = double(loads_[t.load_index[i]].value.load(std::memory_order_relaxed));
     std::optional<size_t> last_slot = cache_estimate_.uncachedTokens(key, t.chooser, prompt_tokens, plan.uncached);
     if (retry) last_slot.reset();
     // New conversations avoid ranks that did more than their share of the
     // recent prefill work; known ones stay on the rank that served them last,
-    // and need no look at the work meter (its lock is shared by every worker).
+    // and need no look at the work meter (a read locks every shard in use).
     if (!last_slot) {
         work.resize(n);
         work_meter_.values(t.load_index, nowSeconds(), work);
@@ -133,9 +137,10 @@ SlotLease Router::lease(const RoutePlan& plan, size_t choice, std::optional<uint
             ? plan.uncached[slot_index]
             : plan.prompt_tokens - cache_estimate_.cachedTokens(plan.key, slot_id, plan.prompt_tokens);
     lease.queued_ = int64_t(expected_uncached);
-    loads_[lease.load_index_].fetch_add(lease.queued_, std::memory_order_relaxed);
+    loads_[lease.load_index_].value.fetch_add(lease.queued_, std::memory_order_relaxed);
     lease.work_charged_ = expected_uncached;
-    work_meter_.add(lease.load_index_, expected_uncached, nowSeconds());
+    lease.meter_shard_ = metrics::threadShard();
+    work_meter_.add(lease.load_index_, expected_uncached, nowSeconds(), lease.meter_shard_);
     cache_estimate_.record(plan.key, slot_id, plan.prompt_tokens);
     return lease;
 }

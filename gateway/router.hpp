@@ -75,6 +75,7 @@ private:
     size_t load_index_ = 0;
     int64_t queued_ = 0;       // load still held; 0 once the prefill is over
     double work_charged_ = 0;  // what the work meter holds for this try
+    size_t meter_shard_ = 0;   // the work meter's shard it was charged to
 };
 
 class Router {
@@ -101,7 +102,7 @@ public:
 
     // For /admin/status.
     int64_t queuedPrefill(size_t backend, uint32_t rank) const {
-        return loads_[backends_.loadIndex(backend, rank)].load(std::memory_order_relaxed);
+        return loads_[backends_.loadIndex(backend, rank)].value.load(std::memory_order_relaxed);
     }
     double recentWork(size_t backend, uint32_t rank, std::chrono::steady_clock::time_point now) const {
         return work_meter_.value(backends_.loadIndex(backend, rank), routing::meterSeconds(now));
@@ -117,7 +118,12 @@ private:
     RoutePlan planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry);
 
     BackendRegistry& backends_;
-    std::unique_ptr<std::atomic<int64_t>[]> loads_;
+    // Queued prefill per rank. A cache line each: requests of different
+    // conversations on different ranks do not share one.
+    struct alignas(64) Load {
+        std::atomic<int64_t> value{0};
+    };
+    std::unique_ptr<Load[]> loads_;
     routing::CacheEstimate cache_estimate_;
     routing::WorkMeter work_meter_;
 };
