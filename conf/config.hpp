@@ -55,7 +55,8 @@ struct ModelConfig {
     // the tokenizer (chat_template.jinja or tokenizer_config.json's).
     std::string chat_template;
     std::string chat_template_content_format = "auto";  // auto | string | openai
-    // Bound on the token count caches (word and segment) of all workers together.
+    // Bound on the token count caches (word and segment) of all workers
+    // together: half for the segment cache they share, half split among their own.
     uint64_t count_cache_bytes = 256ull << 20;
 
     bool operator==(const ModelConfig&) const = default;

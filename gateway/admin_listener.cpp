@@ -210,6 +210,13 @@ http::response<http::string_body> AdminListener::status() const {
                              {"requests_in_flight", server_.requestsInFlight().value()},
                              {"last_count_mismatch", server_.countCheck().lastMismatch()},
                              {"backends", std::move(list)}};
+    // The segment counts the workers share: hits are turns of a conversation
+    // counted on another worker (or by another admitter) before.
+    const admission::SharedSegmentCache& shared = *server_.sharedSegments();
+    status["shared_count_cache"] = {{"bytes", shared.memoryBytes()},
+                                    {"max_bytes", shared.maxBytes()},
+                                    {"hits", shared.hits()},
+                                    {"misses", shared.misses()}};
     RoleLedger::Source source = server_.roles().source();
     status["roles"] = {{"source", source.source},
                        {"since", source.since},

@@ -55,6 +55,7 @@ Server::Server(conf::Config config, ServeOptions options)
     : config_(withThreads(withPlainUpstreams(std::move(config)))),
       current_(&config_),
       model_files_(loadAndReport(config_.model)),
+      shared_segments_(std::make_shared<admission::SharedSegmentCache>(config_.model.count_cache_bytes / 2)),
       keys_(std::make_shared<const auth::KeyStore>(config_.auth, config_.admin)),
       access_log_(AccessLogSink::open(config_.log.access)),
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),

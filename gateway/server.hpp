@@ -2,6 +2,7 @@
 // probes, the admin listener, signals and graceful drain.
 #pragma once
 
+#include "admission/tokenizer/shared_segment_cache.hpp"
 #include "admission/tokenizer/tokenizer.hpp"
 #include "conf/config.hpp"
 #include "gateway/acceptance/record_store.hpp"
@@ -78,6 +79,9 @@ public:
     // fits the window by the byte bound and answers 503 for the rest.
     const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return model_files_.tokenizer; }
     const std::shared_ptr<const admission::ChatTemplate>& chatTemplate() const { return model_files_.chat_template; }
+    // The segment counts every worker's counters share (half of
+    // model.count_cache_bytes; the workers' own caches split the other half).
+    const std::shared_ptr<admission::SharedSegmentCache>& sharedSegments() const { return shared_segments_; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
     metrics::ShardedCount<int64_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
@@ -92,6 +96,7 @@ private:
     std::atomic<const conf::Config*> current_;
     std::mutex reload_mutex_;
     ModelFiles model_files_;
+    std::shared_ptr<admission::SharedSegmentCache> shared_segments_;
     Published<const auth::KeyStore> keys_;
     Published<AccessLogSink> access_log_;
     Published<net::ssl::context> tls_;

@@ -23,11 +23,16 @@ std::int64_t unixNow() {
 // shared. Long conversations are the ones counted on the admission thread
 // and need the room: it gets three quarters of the worker's share (a
 // sixty-fourth when offloading is off at start; a reload may turn it on).
-admission::TokenCounterLimits countLimits(const conf::Config& config, bool offload_admitter) {
-    const size_t share = config.model.count_cache_bytes / std::max<size_t>(1, config.threads);
+admission::TokenCounterLimits countLimits(const Server& server, bool offload_admitter) {
+    // Half of the bound is the cache all workers share (Server::sharedSegments);
+    // each worker's own caches split the other half.
+    const conf::Config& config = server.config();
+    const size_t share =
+        (config.model.count_cache_bytes - server.sharedSegments()->maxBytes()) / std::max<size_t>(1, config.threads);
     const bool offloading = config.limits.offload_admission_bytes > 0;
     const size_t offload_share = offloading ? share / 4 * 3 : share / 64;
-    return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share};
+    return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share,
+                                         .shared_segments = server.sharedSegments()};
 }
 
 // 64 random bits: a request id source's seed.
@@ -41,8 +46,8 @@ std::uint64_t randomSeed() {
 Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
-      admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), false)),
-      offload_admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server.config(), true)),
+      admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server, false)),
+      offload_admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server, true)),
       request_ids_(randomSeed() ^ uint64_t(index)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)

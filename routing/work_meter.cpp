@@ -6,7 +6,9 @@
 namespace dpgate::routing {
 
 WorkMeter::WorkMeter(size_t slots, double window_s, size_t shards)
-    : slots_(slots), shard_count_(std::max<size_t>(1, shards)), shards_(std::make_unique<Shard[]>(shard_count_)),
+    : slots_(slots),
+      shard_count_(std::max<size_t>(1, shards)),
+      shards_(std::make_unique<Shard[]>(shard_count_)),
       window_s_(window_s) {
     for (size_t i = 0; i < shard_count_; ++i) shards_[i].work.assign(slots, 0.0);
 }

@@ -43,7 +43,7 @@ private:
     struct alignas(64) Shard {
         std::mutex mutex;
         std::vector<double> work;
-        double at_s = 0;  // the time `work` is decayed to
+        double at_s = 0;                // the time `work` is decayed to
         std::atomic<bool> used{false};  // a read skips shards nothing was added to
     };
     void decayLocked(Shard& shard, double now_s) const;

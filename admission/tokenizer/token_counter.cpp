@@ -55,9 +55,19 @@ TokenCount TokenCounter::count(std::string_view text) {
                 total += *cached;
                 return;
             }
+            SharedSegmentCache* const shared = limits_.shared_segments.get();
+            if (shared) {
+                // Counted (and its UTF-8 checked) by another counter.
+                if (const auto cached = shared->find(segment, hash)) {
+                    segments_.insert(segment, hash, *cached);
+                    total += *cached;
+                    return;
+                }
+            }
             if (!checked(segment)) return;
             const std::uint64_t tokens = tokenizer_->countOrdinary(segment, &words_);
             segments_.insert(segment, hash, tokens);
+            if (shared) shared->insert(segment, hash, tokens);
             total += tokens;
         },
         [&](std::uint32_t) { ++total; });

@@ -2,7 +2,9 @@
 // The per-thread entry point for counting: validates UTF-8, cuts added
 // tokens out of the text, and counts each ordinary segment through a word
 // cache and a segment cache. Holds mutable caches: one per thread, never
-// shared. The Tokenizer behind it is shared and immutable.
+// shared; behind its segment cache it may consult one the whole process
+// shares (SharedSegmentCache). The Tokenizer behind it is shared and
+// immutable.
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -11,6 +13,7 @@
 #include <vector>
 
 #include "admission/tokenizer/segment_cache.hpp"
+#include "admission/tokenizer/shared_segment_cache.hpp"
 #include "admission/tokenizer/tokenizer.hpp"
 #include "admission/tokenizer/word_cache.hpp"
 
@@ -36,6 +39,9 @@ struct TokenCounterLimits {
     // shared by the gateway's workers). The word cache takes at most an eighth,
     // the segment cache the rest.
     std::size_t cache_bytes = std::size_t{256} << 20;
+    // Consulted when this counter's own segment cache misses, and given every
+    // segment it counts (null: none). Its bytes are not in cache_bytes.
+    std::shared_ptr<SharedSegmentCache> shared_segments = nullptr;
 };
 
 class TokenCounter {

@@ -15,8 +15,8 @@ import time
 
 import pytest
 
-from harness import (ADMIN_TOKEN, CLIENT_KEY, MODEL, Gateway, Sim, chat_body, gateway_config, http_request,
-                     metric_sample)
+from harness import (ADMIN_TOKEN, CLIENT_KEY, EXACT_SIM_COUNTS, MODEL, Gateway, Sim, chat_body, gateway_config,
+                     http_request, metric_sample)
 
 CHAT = "/v1/chat/completions"
 
@@ -161,3 +161,32 @@ def test_a_long_admission_leaves_the_worker_to_its_other_requests(offload):
                 assert small_seconds < big_admission / 4, (small_seconds, big_admission)
             else:
                 assert small_seconds > big_admission / 4, (small_seconds, big_admission)
+
+
+def test_a_conversations_next_turn_on_a_new_connection_is_counted_from_the_shared_cache():
+    # Every turn on a fresh connection, as after a client's idle close: the
+    # kernel gives each to either worker, and each worker counts small bodies
+    # inline and large ones on its admission thread, each counter with a cache
+    # of its own. From the third turn on the body is over the offload bound, so
+    # some counter that never saw the conversation counts it, whichever
+    # worker the connections land on; it takes the earlier messages' counts
+    # from the cache the workers share. The simulator counts as vLLM does,
+    # so every answer also checks dpgate's count.
+    with Sim(max_output=8, extra_args=EXACT_SIM_COUNTS) as sim:
+        config = gateway_config([("primary", sim, "primary")], threads=2, limits={"offload_admission_bytes": 4096},
+                                log={"level": "warn", "access": "off"})
+        with Gateway(config) as gw:
+            rng = random.Random(7)
+            messages = [{"role": "system", "content": "You answer the benchmark's questions tersely. " * 4}]
+            for turn in range(10):
+                words = " ".join(rng.choice(["alpha", "beta", "gamma", "delta", "epsilon"]) for _ in range(300))
+                messages.append({"role": "user", "content": f"Question {turn}: {words}"})
+                status, _, answer = gw.json("POST", CHAT, {"model": MODEL, "max_tokens": 8, "messages": messages})
+                assert status == 200, answer
+                messages.append({"role": "assistant", "content": answer["choices"][0]["message"]["content"]})
+            shared = gw.admin("GET", "/admin/status")[2]["shared_count_cache"]
+            assert shared["hits"] > 0, shared
+            assert 0 < shared["bytes"] <= shared["max_bytes"] == (256 << 20) // 2, shared
+            page = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})[2].decode()
+            assert metric_sample(page, "dpgate_count_checks_total") == 10
+            assert metric_sample(page, "dpgate_count_mismatches_total") == 0

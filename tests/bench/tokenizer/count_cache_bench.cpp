@@ -10,7 +10,11 @@
 // conversations share a segment. Bodies are rebuilt per turn and only the
 // count (scan, render, count) is timed.
 //
+// Then the same conversations through two workers' Admitters, each turn on
+// either worker, without and with the cache the workers share.
+//
 //   dpgate-bench-count-cache [--tokenizer DIR] [--conversations N] [--rounds N] [--bounds-mib A,B,...]
+//                            [--no-old-policy] [--no-workers]
 #include <time.h>
 
 #include <algorithm>
@@ -255,6 +259,76 @@ void run(const Options& options, std::size_t bound_bytes, const std::string& lab
     std::printf("  counts: %zu sampled next turns recounted by a fresh Admitter, %zu differ\n", checked, differ);
 }
 
+// Two gateway workers: each turn of a conversation lands on either (a new
+// connection goes to any worker), each worker's Admitter has its own caches,
+// and with `shared` both consult the cache the gateway's workers share
+// (Server::sharedSegments: half the bound; each worker's own caches split
+// the other half). Without it each worker has half the bound to itself.
+// Reports next-turn times for turns that stay on the conversation's last
+// worker and for turns that move, and checks sampled counts.
+void runWorkers(const Options& options, std::size_t bound_bytes, bool shared,
+                const std::shared_ptr<const Tokenizer>& tokenizer,
+                const std::shared_ptr<const ChatTemplate>& chat_template, const Pool& pool) {
+    auto shared_cache = shared ? std::make_shared<SharedSegmentCache>(bound_bytes / 2) : nullptr;
+    TokenCounterLimits limits;
+    limits.cache_bytes = shared ? bound_bytes / 4 : bound_bytes / 2;
+    limits.shared_segments = shared_cache;
+    Admitter workers[2] = {Admitter(tokenizer, chat_template, {}, limits),
+                           Admitter(tokenizer, chat_template, {}, limits)};
+    Rng rng{0x13198a2e03707344ull};
+    std::vector<Conversation> conversations(options.conversations);
+    std::vector<int> last(conversations.size());
+    for (std::size_t i = 0; i < conversations.size(); ++i) {
+        Conversation& c = conversations[i];
+        c.id = static_cast<std::uint32_t>(i);
+        const std::size_t target_bytes =
+            static_cast<std::size_t>(static_cast<double>(100000 + rng.below(900001)) * 3.2);
+        for (std::size_t bytes = 0; bytes < target_bytes; bytes += c.messages.back().bytes)
+            c.messages.push_back(pool.take(rng, rng.logUniform(200, 16000)));
+        last[i] = static_cast<int>(rng.below(2));
+        const std::string b = body(c, pool);
+        if (!workers[last[i]].countChat(std::string_view(b.data(), b.size()), b.capacity()).ok) return;
+    }
+    std::vector<double> stayed_ms, moved_ms;
+    std::size_t checked = 0, differ = 0;
+    for (int round = 0; round < options.rounds; ++round) {
+        for (std::size_t i = 0; i < conversations.size(); ++i) {
+            Conversation& c = conversations[i];
+            c.messages.push_back(pool.take(rng, rng.logUniform(500, 4000)));
+            c.messages.push_back(pool.take(rng, rng.logUniform(200, 2000)));
+            const std::string b = body(c, pool);
+            const int worker = static_cast<int>(rng.below(2));
+            const auto t0 = Clock::now();
+            const Admitter::ChatCount count =
+                workers[worker].countChat(std::string_view(b.data(), b.size()), b.capacity());
+            (worker == last[i] ? stayed_ms : moved_ms).push_back(msSince(t0));
+            last[i] = worker;
+            if ((round * conversations.size() + i) % 25 == 0) {
+                Admitter fresh(tokenizer, chat_template);
+                ++checked;
+                if (fresh.countChat(b).prompt_tokens != count.prompt_tokens) ++differ;
+            }
+        }
+    }
+    std::printf("\n[two workers, %s] bound %.1f MiB\n", shared ? "shared cache" : "no shared cache",
+                static_cast<double>(bound_bytes) / (1 << 20));
+    std::printf("  next turns on the conversation's last worker: %zu, ms median %.2f, p99 %.2f\n", stayed_ms.size(),
+                percentile(stayed_ms, 0.5), percentile(stayed_ms, 0.99));
+    std::printf("  next turns on the other worker:               %zu, ms median %.2f, p99 %.2f\n", moved_ms.size(),
+                percentile(moved_ms, 0.5), percentile(moved_ms, 0.99));
+    std::size_t own_bytes = 0;
+    for (const Admitter& w : workers) own_bytes += w.counter()->cacheBytes();
+    const std::size_t shared_bytes = shared_cache ? shared_cache->memoryBytes() : 0;
+    std::printf("  caches' accounting: workers' own %.1f MiB + shared %.1f MiB = %.1f MiB, bound %.1f MiB%s\n",
+                own_bytes / 1048576.0, shared_bytes / 1048576.0, (own_bytes + shared_bytes) / 1048576.0,
+                static_cast<double>(bound_bytes) / (1 << 20),
+                own_bytes + shared_bytes <= bound_bytes ? "" : "  EXCEEDED");
+    if (shared_cache)
+        std::printf("  shared cache: %llu hits, %llu misses\n", static_cast<unsigned long long>(shared_cache->hits()),
+                    static_cast<unsigned long long>(shared_cache->misses()));
+    std::printf("  counts: %zu sampled next turns recounted by a fresh Admitter, %zu differ\n", checked, differ);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -262,12 +336,14 @@ int main(int argc, char** argv) {
     options.dir = std::filesystem::path(DPGATE_SOURCE_DIR) / "local/tokenizer/deepseek-v3";
     if (const char* env = std::getenv("DPGATE_TOKENIZER_DIR")) options.dir = env;
     bool old_policy = true;
+    bool two_workers = true;
     for (int i = 1; i < argc; ++i) {
         const std::string arg = argv[i];
         if (arg == "--tokenizer" && i + 1 < argc) options.dir = argv[++i];
         else if (arg == "--conversations" && i + 1 < argc) options.conversations = std::stoul(argv[++i]);
         else if (arg == "--rounds" && i + 1 < argc) options.rounds = std::atoi(argv[++i]);
         else if (arg == "--no-old-policy") old_policy = false;
+        else if (arg == "--no-workers") two_workers = false;
         else if (arg == "--bounds-mib" && i + 1 < argc) {
             options.bounds_mib.clear();
             std::stringstream list(argv[++i]);
@@ -297,5 +373,9 @@ int main(int argc, char** argv) {
     // The policy before issue 18: a 16,384-entry segment cache (what the bound replaced).
     if (old_policy)
         run(options, std::size_t{256} << 20, "before: 16384 entries", loaded.tokenizer, chat_template, pool, 16384);
+    if (two_workers) {
+        for (const bool shared : {false, true})
+            runWorkers(options, std::size_t{256} << 20, shared, loaded.tokenizer, chat_template, pool);
+    }
     return 0;
 }
