@@ -56,14 +56,23 @@ TEST(TokenCounter, SegmentCacheStaysBounded) {
     EXPECT_LE(counter.segmentCache().size(), 16u);
 }
 
+// Two workers' counters and the cache they share.
+struct TwoWorkers {
+    std::shared_ptr<SharedSegmentCache> shared;
+    TokenCounter a, b;
+};
+TwoWorkers twoWorkers(const std::shared_ptr<const Tokenizer>& tokenizer, std::size_t shared_bytes) {
+    auto shared = std::make_shared<SharedSegmentCache>(shared_bytes);
+    return {shared, TokenCounter(tokenizer, TokenCounterLimits{.shared_segments = shared}),
+            TokenCounter(tokenizer, TokenCounterLimits{.shared_segments = shared})};
+}
+
 // The next turn of a conversation on another worker: that worker's counter
 // never saw the conversation, and finds its segments in the shared cache.
 TEST(TokenCounter, AnotherCountersSegmentsComeFromTheSharedCache) {
     const auto tokenizer = test::referenceTokenizer();
     ASSERT_NE(tokenizer, nullptr);
-    auto shared = std::make_shared<SharedSegmentCache>(std::size_t{8} << 20);
-    TokenCounter worker_a(tokenizer, TokenCounterLimits{.shared_segments = shared});
-    TokenCounter worker_b(tokenizer, TokenCounterLimits{.shared_segments = shared});
+    auto [shared, worker_a, worker_b] = twoWorkers(tokenizer, std::size_t{8} << 20);
     std::string history = "<｜begin▁of▁sentence｜>";
     for (int turn = 0; turn < 30; ++turn)
         history += "<｜User｜>question " + std::to_string(turn) + std::string(800, 'a' + turn % 26) +
@@ -96,9 +105,7 @@ TEST(TokenCounter, AnotherCountersSegmentsComeFromTheSharedCache) {
 TEST(TokenCounter, InvalidUtf8IsRefusedEvenWhenAnotherCounterSawTheValidText) {
     const auto tokenizer = test::referenceTokenizer();
     ASSERT_NE(tokenizer, nullptr);
-    auto shared = std::make_shared<SharedSegmentCache>(std::size_t{1} << 20);
-    TokenCounter a(tokenizer, TokenCounterLimits{.shared_segments = shared});
-    TokenCounter b(tokenizer, TokenCounterLimits{.shared_segments = shared});
+    auto [shared, a, b] = twoWorkers(tokenizer, std::size_t{1} << 20);
     ASSERT_TRUE(a.count(std::string(100, 'x')).ok);
     std::string bad(100, 'x');
     bad[50] = '\xff';  // same length, another hash: a miss, checked, refused
