@@ -90,7 +90,9 @@ void KeyLimiter::release(Key* key) {
 uint32_t KeyLimiter::inFlight(std::string_view key_name) const {
     const Key* key = find(key_name);
     if (!key) return 0;
-    if (!key->limited()) return uint32_t(key->unlimited_in_flight.value());
+    // Sharded, so a release without its acquire (KeyLease never makes one)
+    // is not caught at the cell; the read stops at zero all the same.
+    if (!key->limited()) return uint32_t(std::max<int64_t>(0, key->unlimited_in_flight.value()));
     return key->in_flight.load(std::memory_order_acquire);
 }
 

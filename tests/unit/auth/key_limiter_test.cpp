@@ -48,6 +48,8 @@ TEST(KeyLimiter, ReleaseNeverGoesBelowZero) {
     EXPECT_EQ(limiter.inFlight("k"), 0u);
     EXPECT_TRUE(limiter.tryAcquire("k", 0).allowed);
     EXPECT_FALSE(limiter.tryAcquire("k", 0).allowed);
+    limiter.release("free");  // an unlimited key's count reads zero too
+    EXPECT_EQ(limiter.inFlight("free"), 0u);
 }
 
 TEST(KeyLimiter, RequestsPerMinuteBurstThenRefillWithRetryAfter) {
