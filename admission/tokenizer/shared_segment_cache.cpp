@@ -20,24 +20,15 @@ void SharedSegmentCache::insert(std::string_view segment, Hash128 hash, std::uin
     stripe.cache.insert(segment, hash, tokens);
 }
 
-template <typename F>
-std::uint64_t SharedSegmentCache::sum(F&& f) const {
-    std::uint64_t total = 0;
+SharedSegmentCache::Stats SharedSegmentCache::stats() const {
+    Stats total;
     for (const auto& stripe : stripes_) {
         const std::lock_guard lock(stripe->mutex);
-        total += f(stripe->cache);
+        total.bytes += stripe->cache.memoryBytes();
+        total.hits += stripe->cache.hits();
+        total.misses += stripe->cache.misses();
     }
     return total;
-}
-
-std::uint64_t SharedSegmentCache::hits() const {
-    return sum([](const SegmentCache& c) { return c.hits(); });
-}
-std::uint64_t SharedSegmentCache::misses() const {
-    return sum([](const SegmentCache& c) { return c.misses(); });
-}
-std::size_t SharedSegmentCache::memoryBytes() const {
-    return sum([](const SegmentCache& c) { return c.memoryBytes(); });
 }
 
 }  // namespace dpgate::admission

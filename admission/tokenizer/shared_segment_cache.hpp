@@ -35,10 +35,16 @@ public:
     std::optional<std::uint64_t> find(std::string_view segment, Hash128 hash);
     void insert(std::string_view segment, Hash128 hash, std::uint64_t tokens);
 
-    // Sums over the stripes, each read under its lock.
-    std::uint64_t hits() const;
-    std::uint64_t misses() const;
-    std::size_t memoryBytes() const;
+    // Sums over the stripes, in one pass, each stripe read under its lock.
+    struct Stats {
+        std::size_t bytes = 0;
+        std::uint64_t hits = 0;
+        std::uint64_t misses = 0;
+    };
+    Stats stats() const;
+    std::uint64_t hits() const { return stats().hits; }
+    std::uint64_t misses() const { return stats().misses; }
+    std::size_t memoryBytes() const { return stats().bytes; }
     std::size_t maxBytes() const { return max_bytes_; }
 
 private:
@@ -48,8 +54,6 @@ private:
         SegmentCache cache;
     };
     Stripe& stripeOf(Hash128 hash) { return *stripes_[hash.hi % kStripes]; }
-    template <typename F>
-    std::uint64_t sum(F&& f) const;
 
     std::size_t max_bytes_;
     std::array<std::unique_ptr<Stripe>, kStripes> stripes_;

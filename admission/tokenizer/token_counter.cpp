@@ -55,14 +55,12 @@ TokenCount TokenCounter::count(std::string_view text) {
                 total += *cached;
                 return;
             }
+            // Counted (and its UTF-8 checked) by another counter.
             SharedSegmentCache* const shared = limits_.shared_segments.get();
-            if (shared) {
-                // Counted (and its UTF-8 checked) by another counter.
-                if (const auto cached = shared->find(segment, hash)) {
-                    segments_.insert(segment, hash, *cached);
-                    total += *cached;
-                    return;
-                }
+            if (const auto cached = shared ? shared->find(segment, hash) : std::nullopt) {
+                segments_.insert(segment, hash, *cached);
+                total += *cached;
+                return;
             }
             if (!checked(segment)) return;
             const std::uint64_t tokens = tokenizer_->countOrdinary(segment, &words_);

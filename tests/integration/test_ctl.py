@@ -281,9 +281,11 @@ def test_in_flight_counts_a_request_on_its_rank_while_it_runs():
                 worker.join()
             assert done["status"] == 200
             # The slot is released after the answer's last write: poll.
-            after = poll(lambda: gw.admin("GET", "/admin/status")[2],
-                         lambda body: all(slot["in_flight"] == 0 for b in body["backends"] for slot in b["slots"]))
-            assert all(slot["in_flight"] == 0 for b in after["backends"] for slot in b["slots"]), after
+            def idle(body):
+                return all(slot["in_flight"] == 0 for b in body["backends"] for slot in b["slots"])
+
+            after = poll(lambda: gw.admin("GET", "/admin/status")[2], idle)
+            assert idle(after), after
 
 
 def test_with_no_address_it_reads_dpgate_config_and_a_demo_configs_plain_token(tmp_path):
