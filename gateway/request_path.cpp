@@ -115,9 +115,9 @@ awaitable<bool> refuseNoBackend(RequestContext& c) {
 }
 
 // Steps 3 to 6 for a caller that may: the one coroutine frame a proxied
-// request's own path costs. What it holds stays under Asio's 1,020 bytes,
-// which it recycles instead of allocating: the refusals and the failures are
-// written by coroutines of their own.
+// request's own path costs. It stays small (memory held per request in
+// flight, tests/bench/proxy/frame_sizes.py): the refusals and the failures
+// are written by coroutines of their own.
 awaitable<bool> proxyRequest(RequestContext& c) {
     RequestOutcome outcome(c);
 

@@ -12,8 +12,8 @@
 //     if (!now.done()) ec = co_await writeRest(stream, now);
 //
 // writeRest() is a coroutine of its own, so the caller's coroutine frame
-// holds no copy of the buffers across the wait: Asio recycles frames of up
-// to 1,020 bytes, and a larger one costs an allocation per request.
+// holds no copy of the buffers across the wait: the frame is memory held
+// per request in flight (tests/bench/proxy/frame_sizes.py).
 //
 // A failed attempt writes nothing and leaves the error to the async write,
 // which meets it again and reports it as before.

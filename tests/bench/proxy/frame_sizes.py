@@ -4,13 +4,17 @@
 
     tests/bench/proxy/frame_sizes.py [DPGATE_BINARY] [--all]
 
-Asio allocates each awaitable coroutine's frame through a per-thread cache
-that only keeps blocks of up to 1,020 bytes (BOOST_ASIO_RECYCLING_ALLOCATOR_
-CACHE_SIZE of them, 8 in this build). A larger frame is an aligned_alloc and
-a free every time, and it evicts a cached block as it goes. GCC puts every
+Each awaitable coroutine's frame is an allocation per call. The dpgate
+binary takes them from tcmalloc's per-thread size classes (CMakeLists.txt:
+BOOST_ASIO_DISABLE_AWAITABLE_FRAME_RECYCLING), so a frame's size is memory
+held per request in flight. A build without tcmalloc keeps Asio's
+per-thread cache instead, which only keeps blocks of up to 1,020 bytes
+(BOOST_ASIO_RECYCLING_ALLOCATOR_CACHE_SIZE of them, 8 in this build): there
+a larger frame is an aligned_alloc and a free every time. GCC puts every
 local of a coroutine, and every temporary that lives across a co_await, in
-its frame, so one more local on a request's path can cross the limit
-unnoticed: this prints what each coroutine on that path costs.
+its frame, so one more local on a request's path grows it unnoticed: this
+prints what each coroutine on that path costs, and marks the frames over
+Asio's limit.
 
 A frame's size is the constant the coroutine's ramp passes to the allocator;
 the coroutine is the one whose resume function (`[clone .actor]`) the ramp
@@ -90,7 +94,7 @@ def main() -> int:
         rows = [(name, found[name]) for name in PER_REQUEST if name in found]
     over = 0
     for name, size in rows:
-        mark = "" if size <= RECYCLED_MAX else f"  over {RECYCLED_MAX}: allocated and freed each time"
+        mark = "" if size <= RECYCLED_MAX else f"  over {RECYCLED_MAX}: never in Asio's cache (builds without tcmalloc)"
         over += size > RECYCLED_MAX
         print(f"{size:6d}  {name}{mark}")
     if not args.all:
