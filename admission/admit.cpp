@@ -1,6 +1,7 @@
 #include "admission/admit.hpp"
 
 #include <algorithm>
+#include <span>
 
 #include "admission/template/vllm_render.hpp"
 #include "routing/affinity_key.hpp"
@@ -251,12 +252,9 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
     // usage can verify every count; without a tokenizer only what the byte
     // bound proves to fit passes. Each completions prompt is its own sequence
     // (BOS added, as vLLM does).
-    std::vector<std::string_view> texts;
-    if (chat) {
-        texts.push_back(prompt_);
-    } else {
-        texts = request_.prompt_texts;
-    }
+    const std::string_view prompt = prompt_;
+    const std::span<const std::string_view> texts =
+        chat ? std::span<const std::string_view>(&prompt, 1) : std::span<const std::string_view>(request_.prompt_texts);
     std::uint64_t prompt_tokens = 0;
     if (counter_) {
         for (const std::string_view text : texts) {

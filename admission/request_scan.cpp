@@ -1055,7 +1055,15 @@ RequestScanner::~RequestScanner() = default;
 
 std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                                               jinja::Arena& arena, ScannedRequest& out) {
+    // A fresh request, in the message list's buffer of the last one (a
+    // conversation's list otherwise costs an allocation per request), unless
+    // that buffer is a long conversation's.
+    constexpr std::size_t kKeptMessages = 64;
+    std::vector<ChatMessage> messages = std::move(out.chat.messages);
+    messages.clear();
+    if (messages.capacity() > kKeptMessages) messages = {};
     out = ScannedRequest{};
+    out.chat.messages = std::move(messages);
     if (impl_->parser.capacity() > kShrinkAboveBytes && impl_->parser.capacity() > 4 * body.size()) {
         impl_->parser = od::parser{};
     }

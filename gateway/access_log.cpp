@@ -117,6 +117,17 @@ std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::t
     return out;
 }
 
+void AccessRecord::reset() {
+    std::string* const texts[] = {&request_id, &method, &path, &key_name, &key_hash, &backend, &rejection};
+    std::string kept[std::size(texts)];
+    for (size_t i = 0; i < std::size(texts); ++i) {
+        kept[i] = std::move(*texts[i]);
+        kept[i].clear();
+    }
+    *this = AccessRecord{};
+    for (size_t i = 0; i < std::size(texts); ++i) *texts[i] = std::move(kept[i]);
+}
+
 void appendAccessLine(std::string& out, const AccessRecord& r, std::chrono::steady_clock::time_point now) {
     out.reserve(out.size() + 384);
     const auto began = r.time != std::chrono::system_clock::time_point{}

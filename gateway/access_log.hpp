@@ -51,6 +51,12 @@ struct AccessRecord {
         uint64_t backend = 0;
     };
     std::optional<CountMismatch> count_mismatch;
+
+    // Every field as a new record has it (`started` is now), the strings'
+    // buffers kept: a connection reuses one record for all its requests, so
+    // the request id and the path (longer than a string holds inline) cost
+    // no allocation per request.
+    void reset();
 };
 
 // The record as one JSON object and a newline, appended to `out` (the

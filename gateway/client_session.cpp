@@ -195,10 +195,11 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
 }
 
 awaitable<bool> ClientSession::serve(ClientRequest& request) {
-    AccessRecord record;
-    record.request_id = requestIdFor(request[beast::string_view("X-Request-ID")], worker_.requestIds());
-    record.method = std::string(clipUtf8(request.method_string(), 32));
-    record.path = std::string(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
+    AccessRecord& record = record_;
+    record.reset();
+    assignRequestId(record.request_id, request[beast::string_view("X-Request-ID")], worker_.requestIds());
+    record.method.assign(clipUtf8(request.method_string(), 32));
+    record.path.assign(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
     record.bytes_in = request.body().size();
     InFlight in_flight(worker_.server().requestsInFlight());
     Server& server = worker_.server();

@@ -74,6 +74,9 @@ private:
     beast::flat_buffer buffer_;
     std::string peer_address_;
     RequestContext* request_ = nullptr;  // the request being answered
+    // The access record of the request being answered, reset for each
+    // (AccessRecord::reset: its strings' buffers serve every request).
+    AccessRecord record_;
     bool idle_ = true;
 };
 

@@ -29,5 +29,8 @@ private:
 // characters), else a fresh 128-bit hex id: log lines and upstream logs must
 // not be injectable through it.
 std::string requestIdFor(std::string_view client_value, RequestIdSource& ids);
+// The same, written over `id` in the buffer it has (a connection's access
+// record keeps one across its requests: no allocation per request).
+void assignRequestId(std::string& id, std::string_view client_value, RequestIdSource& ids);
 
 }  // namespace dpgate::gateway

@@ -43,7 +43,11 @@ PER_REQUEST = [
     "Relay::relayAnswer",
 ]
 
-ALLOC = re.compile(r"call\s+\w+ <(aligned_alloc@plt|boost::asio::detail::awaitable_frame_base<.*>::operator new\(unsigned long\))>")
+# The frame's allocation: operator new (the dpgate binary, frames from
+# tcmalloc), Asio's recycling operator new or, for frames over its limit,
+# aligned_alloc (builds without tcmalloc).
+ALLOC = re.compile(r"call\s+\w+ <(aligned_alloc@plt|operator new\(unsigned long\)@plt|"
+                   r"boost::asio::detail::awaitable_frame_base<.*>::operator new\(unsigned long\))>")
 SIZE = re.compile(r"mov\s+\$0x([0-9a-f]+),%e(si|di)$")
 ACTOR = re.compile(r"# \w+ <(.*) \[clone \.actor\]")
 

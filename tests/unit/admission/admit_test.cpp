@@ -322,5 +322,35 @@ TEST_F(AdmitTest, NextRequestAfterRefusalIsServed) {
     (void)admitted(chat("hello again"));
 }
 
+// One admitter keeps the last request's message list for the next (no
+// allocation per request): each request still reads as it does to an
+// admitter that never saw another, whatever came before it.
+TEST_F(AdmitTest, EachRequestReadsAsOnAFreshAdmitter) {
+    auto conversation = [](int turns, const std::string& topic) {
+        nlohmann::json messages = nlohmann::json::array();
+        messages.push_back({{"role", "system"}, {"content", "You answer about " + topic + "."}});
+        for (int i = 0; i < turns; ++i) {
+            messages.push_back({{"role", "user"}, {"content", topic + " question " + std::to_string(i)}});
+            messages.push_back({{"role", "assistant"}, {"content", "answer " + std::to_string(i)}, {"name", "bot"}});
+        }
+        messages.push_back(
+            {{"role", "user"}, {"content", nlohmann::json::array({{{"type", "text"}, {"text", "last"}}})}});
+        return nlohmann::json({{"model", "ds-v4.1-flash-1017"}, {"max_tokens", 8}, {"messages", messages}}).dump();
+    };
+    const std::string bodies[] = {conversation(50, "tides"), conversation(1, "bees"),   chat("one"),
+                                  conversation(3, "rust"),   conversation(40, "ships"), conversation(0, "x")};
+    for (int pass = 0; pass < 2; ++pass) {
+        for (const std::string& body : bodies) {
+            const Admitted here = admitted(body);
+            Admitter fresh(test::referenceTokenizer(), test::referenceChatTemplate());
+            const Verdict there = fresh.admit(body, Endpoint::chat_completions, limits_);
+            ASSERT_TRUE(std::holds_alternative<Admitted>(there));
+            EXPECT_EQ(here.prompt_tokens, std::get<Admitted>(there).prompt_tokens) << body.substr(0, 80);
+            EXPECT_EQ(here.head_hash, std::get<Admitted>(there).head_hash) << body.substr(0, 80);
+            EXPECT_EQ(admitter_.prompt(), fresh.prompt());
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dpgate::admission

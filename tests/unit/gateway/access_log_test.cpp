@@ -61,6 +61,36 @@ TEST(AccessLog, RelayedRequestIsOneJsonLineWithEveryField) {
     EXPECT_TRUE(j["rejection"].is_null());
 }
 
+// A connection's record serves its next request: reset gives the line a
+// new record gives, and the strings keep their buffers.
+TEST(AccessLog, ResetRecordIsANewRecordWithItsBuffersKept) {
+    AccessRecord r = relayed();
+    r.request_id = std::string(40, 'r');
+    r.path = "/v1/chat/completions/with/a/long/path";
+    r.rejection = "context_length_exceeded";
+    r.stream_abort = "client";
+    r.count_mismatch = AccessRecord::CountMismatch{5, 6};
+    const char* id_buffer = r.request_id.data();
+    const char* path_buffer = r.path.data();
+    r.reset();
+
+    AccessRecord fresh;
+    fresh.started = r.started;
+    const auto at = r.started + std::chrono::milliseconds(5);
+    EXPECT_EQ(formatAccessLine(r, at), formatAccessLine(fresh, at));
+    EXPECT_TRUE(r.request_id.empty() && r.path.empty() && r.rejection.empty());
+    EXPECT_EQ(r.stream_abort, nullptr);
+    EXPECT_FALSE(r.count_mismatch.has_value());
+    EXPECT_FALSE(r.usage.has_value());
+    EXPECT_EQ(r.time, std::chrono::system_clock::time_point{});
+    EXPECT_GE(r.started, AccessRecord{}.started - std::chrono::seconds(5));
+
+    r.request_id.assign(32, 'x');
+    r.path.assign("/v1/chat/completions");
+    EXPECT_EQ(r.request_id.data(), id_buffer);
+    EXPECT_EQ(r.path.data(), path_buffer);
+}
+
 // The stamp is built from <chrono>'s calendar, not gmtime_r: it must say
 // what gmtime_r + strftime say, on any day (leap days, year ends, 2100).
 TEST(AccessLog, TimeIsWhatGmtimeSaysToTheMillisecond) {

@@ -4,6 +4,7 @@
 
 #include <unordered_set>
 
+using dpgate::gateway::assignRequestId;
 using dpgate::gateway::requestIdFor;
 using dpgate::gateway::RequestIdSource;
 
@@ -41,4 +42,17 @@ TEST(RequestId, FreshIdsDoNotRepeatAndDifferAcrossSeeds) {
             if (a[p] != b[p]) differs[p] = 'x';
     }
     EXPECT_EQ(differs, std::string(32, 'x'));
+}
+
+// Written over a string that held another request's id, in its buffer: the
+// same ids requestIdFor gives.
+TEST(RequestId, AssignedOverAnOldIdInItsBuffer) {
+    RequestIdSource a(9), b(9);
+    std::string id(100, 'z');
+    const char* buffer = id.data();
+    for (std::string_view client : {std::string_view(), std::string_view("req-7"), std::string_view("bad id")}) {
+        assignRequestId(id, client, a);
+        EXPECT_EQ(id, requestIdFor(client, b)) << client;
+        EXPECT_EQ(id.data(), buffer);
+    }
 }
