@@ -212,11 +212,10 @@ http::response<http::string_body> AdminListener::status() const {
                              {"backends", std::move(list)}};
     // The segment counts the workers share: hits are turns of a conversation
     // counted on another worker (or by another admitter) before.
-    const admission::SharedSegmentCache::Stats shared = server_.sharedSegments()->stats();
-    status["shared_count_cache"] = {{"bytes", shared.bytes},
-                                    {"max_bytes", server_.sharedSegments()->maxBytes()},
-                                    {"hits", shared.hits},
-                                    {"misses", shared.misses}};
+    const admission::SharedSegmentCache& cache = *server_.sharedSegments();
+    const admission::SharedSegmentCache::Stats shared = cache.stats();
+    status["shared_count_cache"] = {
+        {"bytes", shared.bytes}, {"max_bytes", cache.maxBytes()}, {"hits", shared.hits}, {"misses", shared.misses}};
     RoleLedger::Source source = server_.roles().source();
     status["roles"] = {{"source", source.source},
                        {"since", source.since},

@@ -182,7 +182,7 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     co_await http::async_write(stream_, response, use_nothrow);
     // Refused before it was a request (framing, sizes): logged all the same.
     AccessRecord record;
-    record.request_id = requestIdFor("", worker_.requestIds());
+    assignRequestId(record.request_id, "", worker_.requestIds());
     record.status = error.http_status;
     record.bytes_out = response.body().size();
     record.rejection = error.code;
