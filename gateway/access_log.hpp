@@ -20,17 +20,13 @@
 
 namespace dpgate::gateway {
 
-struct AccessRecord {
+// What a request's access line says besides its texts: plain values, so
+// that a record is reset by one assignment (AccessRecord::reset).
+struct AccessFacts {
     std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
     // When the request began, on the wall clock. Unset, the access line
     // derives it from `started` (no wall-clock read per request unless logged).
     std::chrono::system_clock::time_point time{};
-    std::string request_id;
-    std::string method;
-    std::string path;  // without the query
-    std::string key_name;
-    std::string key_hash;  // KeyInfo::hash_prefix
-    std::string backend;   // empty: answered by dpgate itself
     int rank = -1;
     unsigned status = 0;  // 0: the client left before an answer
     bool stream = false;
@@ -43,7 +39,6 @@ struct AccessRecord {
     // The side that went away mid-stream ("client", "upstream"); null when
     // the answer was whole. Counted in metrics, not printed.
     const char* stream_abort = nullptr;
-    std::string rejection;  // the error code of a refusal (context_length_exceeded, invalid_api_key, ...)
     // dpgate's prompt count and the backend's usage.prompt_tokens, when they
     // differ (count_check.hpp); the line has no count_mismatch when they agree.
     struct CountMismatch {
@@ -51,6 +46,16 @@ struct AccessRecord {
         uint64_t backend = 0;
     };
     std::optional<CountMismatch> count_mismatch;
+};
+
+struct AccessRecord : AccessFacts {
+    std::string request_id;
+    std::string method;
+    std::string path;  // without the query
+    std::string key_name;
+    std::string key_hash;   // KeyInfo::hash_prefix
+    std::string backend;    // empty: answered by dpgate itself
+    std::string rejection;  // the error code of a refusal (context_length_exceeded, invalid_api_key, ...)
 
     // Every field as a new record has it (`started` is now), the strings'
     // buffers kept: a connection reuses one record for all its requests, so

@@ -2,12 +2,12 @@
 """Instructions per request in dpgate, under callgrind: steadier than any
 timing on a shared machine (docs/BENCHMARKS.md, issue 18).
 
-    tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10]
-    tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10]
+    tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10] [--connections 4] [--cache-sim]
+    tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10] [--connections 4] [--cache-sim]
 
 Starts dpgate-sim and the dpgate binary (default build/bin/dpgate, one worker
 thread) under valgrind's callgrind, warms up with wrk for 3 s, zeroes the
-counters, runs wrk -c4 with tests/bench/proxy/bench_post.lua, dumps, and
+counters, runs wrk -c4 (--connections) with tests/bench/proxy/bench_post.lua, dumps, and
 prints the instructions (Ir) per request and the dump's path, for
 callgrind_annotate --inclusive=yes. --peer measures HAProxy (nbthread 1) or
 nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
@@ -18,6 +18,12 @@ per object file. A request that runs on cold caches (after a context
 switch, or another process on the core) pays per line and page it touches,
 not per instruction, so this is the figure to shrink when instructions no
 longer explain the time (docs/BENCHMARKS.md, ninth round).
+
+--cache-sim adds callgrind's cache simulation (this machine's first-level and
+last-level caches) and prints data and instruction misses per request. With
+many connections, every request's state waits while the others run; what it
+touches again when its answer arrives is what misses (docs/BENCHMARKS.md,
+fourteenth round).
 """
 
 from __future__ import annotations
@@ -41,13 +47,13 @@ import bench_proxy  # noqa: E402
 LUA = Path(__file__).resolve().parent / "bench_post.lua"
 
 
-def under_load(pid: int, url: str, seconds: int) -> int:
-    """Warms up, zeroes the counters of the callgrind in `pid`, loads `url`,
-    dumps; returns the requests of the measured run."""
-    subprocess.run(["wrk", "-t1", "-c4", "-d3s", "-s", str(LUA), url], capture_output=True, check=True)
+def under_load(pid: int, url: str, seconds: int, connections: int) -> int:
+    """Warms up, zeroes the counters of the callgrind in `pid`, loads `url`
+    over `connections`, dumps; returns the requests of the measured run."""
+    load = ["wrk", "-t1", f"-c{connections}", "-s", str(LUA), url]
+    subprocess.run(load + ["-d3s"], capture_output=True, check=True)
     subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True)
-    out = subprocess.run(["wrk", "-t1", "-c4", f"-d{seconds}s", "-s", str(LUA), url], capture_output=True, text=True,
-                         check=True).stdout
+    out = subprocess.run(load + [f"-d{seconds}s"], capture_output=True, text=True, check=True).stdout
     subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
     time.sleep(1)
     return int(re.search(r"(\d+) requests in", out).group(1))
@@ -86,11 +92,17 @@ def main() -> int:
     ap.add_argument("--peer", choices=["haproxy", "nginx"])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--footprint", action="store_true", help="also print the code lines and pages executed")
+    ap.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
+    ap.add_argument("--cache-sim", action="store_true",
+                    help="also simulate the caches (callgrind's default: this machine's L1 and last level) and "
+                         "print data misses per request")
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
     if args.footprint:
         valgrind.append("--dump-instr=yes")
+    if args.cache_sim:
+        valgrind.append("--cache-sim=yes")
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         if args.peer:
             name = args.peer
@@ -99,7 +111,7 @@ def main() -> int:
             peer = subprocess.Popen(valgrind + argv, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             try:
                 wait_for_port(port, timeout=60)
-                requests = under_load(peer.pid, f"http://127.0.0.1:{port}", args.seconds)
+                requests = under_load(peer.pid, f"http://127.0.0.1:{port}", args.seconds, args.connections)
             finally:
                 peer.terminate()
                 peer.wait()
@@ -110,13 +122,20 @@ def main() -> int:
             wrapper.chmod(0o755)
             config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
             with Gateway(config, binary=wrapper, timeout=120) as gw:
-                requests = under_load(gw.pid, f"http://127.0.0.1:{gw.port}", args.seconds)
+                requests = under_load(gw.pid, f"http://127.0.0.1:{gw.port}", args.seconds, args.connections)
     dumps = sorted(glob.glob(f"{out_dir}/callgrind.out.*.1"), key=os.path.getmtime)
     if not dumps or requests == 0:
         print("no callgrind dump or no requests", file=sys.stderr)
         return 1
-    total = next(int(line.split()[1]) for line in open(dumps[0]) if line.startswith(("summary:", "totals:")))
+    events = next(line.split()[1:] for line in open(dumps[0]) if line.startswith("events:"))
+    totals = next(line.split()[1:] for line in open(dumps[0]) if line.startswith(("summary:", "totals:")))
+    counts = dict.fromkeys(events, 0) | dict(zip(events, map(int, totals)))  # trailing zeros may be left off
+    total = counts["Ir"]
     print(f"{name}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
+    if args.cache_sim:
+        # D1mr/D1mw: first-level data misses on reads/writes; DLmr/DLmw: last-level ones.
+        print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
+                                           for event in ("D1mr", "D1mw", "DLmr", "DLmw", "I1mr", "ILmr")))
     if args.footprint:
         footprint = code_footprint(dumps[0])
         print(f"  code executed: {sum(l for l, _ in footprint.values())} lines of 64 B, "
