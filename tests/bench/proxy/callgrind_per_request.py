@@ -59,6 +59,19 @@ def under_load(pid: int, url: str, seconds: int, connections: int) -> int:
     return int(re.search(r"(\d+) requests in", out).group(1))
 
 
+def event_totals(dump: str) -> dict[str, int]:
+    """{event: total} of a callgrind dump, from its events: and summary:
+    lines (read in one pass; the summary may leave trailing zeros off)."""
+    events: list[str] = []
+    with open(dump) as f:
+        for line in f:
+            if line.startswith("events:"):
+                events = line.split()[1:]
+            elif line.startswith(("summary:", "totals:")):
+                return dict.fromkeys(events, 0) | dict(zip(events, map(int, line.split()[1:])))
+    raise ValueError(f"{dump}: no summary line")
+
+
 def code_footprint(dump: str) -> dict[str, tuple[int, int]]:
     """{object file: (distinct 64-byte lines, distinct 4 KiB pages)} of the
     instructions executed in a callgrind dump written with --dump-instr=yes."""
@@ -95,7 +108,7 @@ def main() -> int:
     ap.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
     ap.add_argument("--cache-sim", action="store_true",
                     help="also simulate the caches (callgrind's default: this machine's L1 and last level) and "
-                         "print data misses per request")
+                         "print data and instruction misses per request")
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
@@ -127,9 +140,7 @@ def main() -> int:
     if not dumps or requests == 0:
         print("no callgrind dump or no requests", file=sys.stderr)
         return 1
-    events = next(line.split()[1:] for line in open(dumps[0]) if line.startswith("events:"))
-    totals = next(line.split()[1:] for line in open(dumps[0]) if line.startswith(("summary:", "totals:")))
-    counts = dict.fromkeys(events, 0) | dict(zip(events, map(int, totals)))  # trailing zeros may be left off
+    counts = event_totals(dumps[0])
     total = counts["Ir"]
     print(f"{name}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
     if args.cache_sim:
