@@ -355,6 +355,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
+    bool copy_cut = false;
     std::string_view whole_answer;  // a body that came in one piece, read where it lies
     constexpr size_t kAnswerCopyBytes = 1 << 20;
 
@@ -414,8 +415,10 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             stream_usage.observe(piece);
         } else if (c_.record.bytes_out == 0 && parser.is_done()) {
             whole_answer = piece;  // the chunk buffer holds it until the end
-        } else if (answer_copy.size() + got <= kAnswerCopyBytes) {
+        } else if (!copy_cut && answer_copy.size() + got <= kAnswerCopyBytes) {
             answer_copy.append(piece);
+        } else {
+            copy_cut = true;  // larger than any usage-bearing answer: not read
         }
         const bool last = parser.is_done();
         if (last) c_.key_lease.release();
@@ -453,7 +456,9 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         if (!filter_usage) stream_usage.finish();
         c_.record.usage = stream_usage.usage();
     } else {
-        c_.record.usage = parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer);
+        c_.record.usage = copy_cut
+                              ? std::nullopt
+                              : parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer);
     }
     releaseConnection(backend, true);
     co_return (!fec && c_.keep_alive);

@@ -2,6 +2,7 @@
 
 #include <simdjson.h>
 
+#include <array>
 #include <cstring>
 #include <memory>
 
@@ -186,7 +187,10 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
 // hand over string_views without it.
 class FactsReader {
 public:
-    std::optional<UsageFacts> read(std::string_view json) {
+    std::optional<UsageFacts> read(std::string_view json) { return read(json, readFacts); }
+
+    template <typename Reader>
+    std::optional<UsageFacts> read(std::string_view json, Reader reader) {
         // An answer can be up to the relay's 1 MiB copy; do not keep that
         // much per thread after one large answer.
         constexpr size_t kShrinkAboveBytes = 256 << 10;
@@ -200,7 +204,21 @@ public:
         std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
         od::document doc;
         if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
-        return readFacts(doc);
+        return reader(doc);
+    }
+
+    // The usage member's value alone, read as a document of its own.
+    std::optional<Usage> readUsageValue(std::string_view value) {
+        std::optional<UsageFacts> facts = read(value, [](od::document& doc) -> std::optional<UsageFacts> {
+            od::value root;
+            if (doc.get_value().get(root)) return std::nullopt;
+            UsageFacts out;
+            out.usage = readUsage(root);
+            const char* trailing = nullptr;
+            if (doc.current_location().get(trailing) == simdjson::SUCCESS) return std::nullopt;
+            return out;
+        });
+        return facts ? facts->usage : std::nullopt;
     }
 
 private:
@@ -209,18 +227,251 @@ private:
     size_t copy_bytes_ = 0;
 };
 
+FactsReader& threadReader() {
+    thread_local FactsReader reader;
+    return reader;
+}
+
 std::optional<UsageFacts> usageFacts(std::string_view json) noexcept {
     try {
-        thread_local FactsReader reader;
-        return reader.read(json);
+        return threadReader().read(json);
     } catch (...) {  // bad_alloc: no usage rather than a dropped request
         return std::nullopt;
     }
 }
 
+// The last top-level member of an answer named `usage`, found by walking
+// the answer backward from its end (issue 18, fifteenth round): a backend
+// writes usage after the choices, so only the few members after it are
+// passed over, where reading the whole answer costs more than anything
+// else the relay does for it. The walk reads what it passes over only as
+// far as it must to find where each value starts; it never looks at the
+// text before the usage member. `unsure` sends the answer to the full
+// read: the walk met something it does not take apart (a value that is not
+// a string, literal, number, object or array; a member without its colon).
+struct TailMember {
+    enum class Kind { usage, none, unsure } kind = Kind::unsure;
+    std::string_view value;  // the usage member's value, as written
+};
+
+bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+class TailWalk {
+public:
+    explicit TailWalk(std::string_view text) : text_(text), at_(text.size()) {}
+
+    TailMember lastUsage() {
+        skipSpace();
+        if (!take('}')) return {};
+        skipSpace();
+        if (take('{')) return atStart() ? TailMember{TailMember::Kind::none, {}} : TailMember{};
+        while (true) {
+            const size_t value_end = at_;
+            if (!skipValue()) return {};
+            const std::string_view value = text_.substr(at_, value_end - at_);
+            skipSpace();
+            if (!take(':')) return {};
+            skipSpace();
+            const size_t key_end = at_;
+            if (!skipString()) return {};
+            // The key as written, between its quotes (an escaped spelling is another key).
+            const bool usage = text_.substr(at_ + 1, key_end - at_ - 2) == "usage";
+            skipSpace();
+            if (take(',')) {
+                if (usage) return {TailMember::Kind::usage, value};
+                skipSpace();
+                continue;
+            }
+            if (take('{') && atStart())
+                return usage ? TailMember{TailMember::Kind::usage, value} : TailMember{TailMember::Kind::none, {}};
+            return {};
+        }
+    }
+
+private:
+    void skipSpace() {
+        while (at_ > 0 && isJsonSpace(text_[at_ - 1])) --at_;
+    }
+    bool take(char c) {
+        if (at_ == 0 || text_[at_ - 1] != c) return false;
+        --at_;
+        return true;
+    }
+    bool atStart() {
+        skipSpace();
+        return at_ == 0;
+    }
+    // A string that ends before at_: at_ moves to its opening quote. A quote
+    // after an odd run of backslashes is inside the string.
+    bool skipString() {
+        if (!take('"')) return false;
+        while (at_ > 0) {
+            const void* quote = memrchr(text_.data(), '"', at_);
+            if (quote == nullptr) return false;
+            at_ = size_t(static_cast<const char*>(quote) - text_.data());
+            size_t slashes = 0;
+            while (slashes < at_ && text_[at_ - 1 - slashes] == '\\') ++slashes;
+            if (slashes % 2 == 0) return true;
+        }
+        return false;
+    }
+    // An object or array: brackets are counted, strings skipped whole.
+    bool skipContainer() {
+        static constexpr std::array<bool, 256> kStops = [] {
+            std::array<bool, 256> stops{};
+            for (unsigned char c : std::string_view("\"{}[]")) stops[c] = true;
+            return stops;
+        }();
+        size_t depth = 0;
+        while (at_ > 0) {
+            while (at_ > 0 && !kStops[static_cast<unsigned char>(text_[at_ - 1])]) --at_;
+            if (at_ == 0) break;
+            const char c = text_[at_ - 1];
+            if (c == '"') {
+                if (!skipString()) return false;
+                continue;
+            }
+            --at_;
+            if (c == '}' || c == ']') {
+                ++depth;
+            } else if (--depth == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+    bool skipValue() {
+        if (at_ == 0) return false;
+        const char last = text_[at_ - 1];
+        if (last == '"') return skipString();
+        if (last == '}' || last == ']') return skipContainer();
+        // A number or a literal: what precedes it is checked by the caller.
+        const size_t end = at_;
+        while (at_ > 0) {
+            const char c = text_[at_ - 1];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '+' || c == '-' || c == 'E'))
+                break;
+            --at_;
+        }
+        return at_ != end;
+    }
+
+    std::string_view text_;
+    size_t at_;
+};
+
+// The usage object in the shape backends write it: keys without escapes,
+// counts as plain integers or null, and prompt_tokens_details an object of
+// the same shape or null. Read here, byte by byte, as readUsage reads it;
+// anything else (an escape, a sign, a fraction, an exponent, a string, an
+// array, 20 digits, a leading zero) is `unsure` and left to simdjson.
+class PlainUsage {
+public:
+    explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+    // False when unsure; otherwise `out` is what readUsage would give.
+    bool read(std::optional<Usage>& out) {
+        if (!object(false)) return false;
+        space();
+        if (p_ != end_) return false;
+        if (!prompt_ && !completion_) {
+            out.reset();
+        } else {
+            out = Usage{.prompt_tokens = prompt_.value_or(0),
+                        .completion_tokens = completion_.value_or(0),
+                        .cached_prompt_tokens = cached_.value_or(0)};
+        }
+        return true;
+    }
+
+private:
+    void space() {
+        while (p_ != end_ && isJsonSpace(*p_)) ++p_;
+    }
+    bool take(char c) {
+        space();
+        if (p_ == end_ || *p_ != c) return false;
+        ++p_;
+        return true;
+    }
+    bool key(std::string_view& out) {
+        if (!take('"')) return false;
+        const char* const start = p_;
+        while (p_ != end_ && *p_ != '"') {
+            const unsigned char c = static_cast<unsigned char>(*p_);
+            if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
+            ++p_;
+        }
+        if (p_ == end_) return false;
+        out = std::string_view(start, size_t(p_ - start));
+        ++p_;
+        return true;
+    }
+    // A count (0, or up to 19 digits without a leading zero) or null.
+    bool count(std::optional<uint64_t>& out) {
+        space();
+        if (end_ - p_ >= 4 && std::memcmp(p_, "null", 4) == 0) {
+            p_ += 4;
+            out.reset();
+            return true;
+        }
+        const char* const start = p_;
+        uint64_t value = 0;
+        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + uint64_t(*p_++ - '0');
+        const size_t digits = size_t(p_ - start);
+        if (digits == 0 || digits > 19 || (digits > 1 && *start == '0')) return false;
+        out = value;
+        return true;
+    }
+    bool object(bool details) {
+        if (!take('{')) return false;
+        if (take('}')) return true;
+        do {
+            std::string_view name;
+            if (!key(name) || !take(':')) return false;
+            std::optional<uint64_t> value;
+            if (!details && name == "prompt_tokens_details") {
+                cached_.reset();  // the last one counts, whatever it is
+                space();
+                if (p_ != end_ && *p_ == '{') {
+                    if (!object(true)) return false;
+                } else if (!count(value) || value) {
+                    return false;
+                }
+                continue;
+            }
+            if (!count(value)) return false;
+            if (details) {
+                if (name == "cached_tokens") cached_ = value;
+            } else if (name == "prompt_tokens") {
+                prompt_ = value;
+            } else if (name == "completion_tokens") {
+                completion_ = value;
+            }
+        } while (take(','));
+        return take('}');
+    }
+
+    const char* p_;
+    const char* const end_;
+    std::optional<uint64_t> prompt_, completion_, cached_;
+};
+
 }  // namespace
 
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
+    const TailMember tail = TailWalk(json).lastUsage();
+    if (tail.kind == TailMember::Kind::none) return std::nullopt;
+    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json);
+    if (std::optional<Usage> usage; PlainUsage(tail.value).read(usage)) return usage;
+    try {
+        return threadReader().readUsageValue(tail.value);
+    } catch (...) {  // bad_alloc: no usage rather than a dropped request
+        return std::nullopt;
+    }
+}
+
+std::optional<Usage> readWholeUsage(std::string_view json) noexcept {
     auto facts = usageFacts(json);
     return facts ? facts->usage : std::nullopt;
 }

@@ -22,14 +22,22 @@ struct Usage {
     bool operator==(const Usage&) const = default;
 };
 
-// The `usage` object of a JSON document (a non-stream response, or one SSE
-// event's data). Present when the top-level `usage` is an object holding
-// prompt_tokens or completion_tokens as non-negative integers; a missing
-// field reads as 0. A repeated key counts its last value, as a DOM parse
-// does. The usage object is checked as strictly as a DOM parse; the rest of
-// the document only as far as simdjson On Demand reads it (UTF-8, control
-// characters, one whole object), as the answer's text is not ours to check.
+// The `usage` object of a non-stream answer. Present when the top-level
+// `usage` is an object holding prompt_tokens or completion_tokens as
+// non-negative integers; a missing field reads as 0. A repeated key counts
+// its last value, as a DOM parse does. The usage object is checked as
+// strictly as a DOM parse. The answer is walked backward from its end to its
+// last top-level `usage` member: the members after it are passed over (their
+// strings and brackets matched, nothing more), the text before it is not
+// read at all, as the answer's text is not ours to check. An answer whose
+// end the walk cannot take apart is read whole (readWholeUsage).
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept;
+
+// The same facts from a read of the whole document by simdjson On Demand,
+// which checks the rest of it only as far as On Demand reads it (UTF-8,
+// control characters, one whole object). For valid JSON, the same answer as
+// parseUsageJson (the usage fuzz target holds the two to it).
+std::optional<Usage> readWholeUsage(std::string_view json) noexcept;
 
 // True for the extra chunk `stream_options.include_usage` adds at the end:
 // `"choices": []` together with a `usage` object.

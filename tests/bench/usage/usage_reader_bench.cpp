@@ -1,13 +1,15 @@
-// The usage reader (gateway/stream_usage, simdjson On Demand) beside the one
-// it replaced (legacy_usage_reader: a hand JSON grammar for answers,
-// nlohmann for SSE events), timed in the same run on the inputs the relay
-// hands it: a non-stream answer of ~1 KB and of 64 KB (parseUsageJson), the
-// data of one usage-only SSE event (isUsageOnlyChunk, parseUsageJson), and a
+// The usage reader (gateway/stream_usage) beside the one it replaced
+// (legacy_usage_reader: a hand JSON grammar for answers, nlohmann for SSE
+// events), timed in the same run on the inputs the relay hands it: a
+// non-stream answer of ~1 KB and of 64 KB, read from its end
+// (parseUsageJson) and whole by simdjson On Demand (readWholeUsage); the
+// data of one usage-only SSE event (isUsageOnlyChunk, parseUsageJson); and a
 // whole include_usage stream of 500 token chunks fed event by event through
 // SseUsageParser::filter, as the relay's reads deliver it.
 //
-// Median of `rounds` rounds (the two taken in turn), ns per call; the ratio is legacy / simdjson
-// (above 1: simdjson is faster). docs/BENCHMARKS.md "Usage reader (issue 15)".
+// Median of `rounds` rounds (the two taken in turn), ns per call; the ratio is legacy / dpgate
+// (above 1: dpgate is faster). docs/BENCHMARKS.md "Usage reader (issue 15)" and issue 18's
+// fifteenth round.
 //
 //   build/bin/dpgate-bench-usage [rounds]
 #include "gateway/stream_usage.hpp"
@@ -134,7 +136,8 @@ int main(int argc, char** argv) {
     const std::string legacy_forward = filterStream<legacy::SseUsageParser>(events, legacy_usage);
     const std::string new_forward = filterStream<now::SseUsageParser>(events, new_usage);
     for (const std::string* text : {&small, &large, &kUsageChunkData}) {
-        if (legacy::parseUsageJson(*text) != now::parseUsageJson(*text) || !now::parseUsageJson(*text)) {
+        if (legacy::parseUsageJson(*text) != now::parseUsageJson(*text) || !now::parseUsageJson(*text) ||
+            now::readWholeUsage(*text) != now::parseUsageJson(*text)) {
             std::fprintf(stderr, "the readers disagree on a %zu-byte answer\n", text->size());
             return 1;
         }
@@ -145,8 +148,8 @@ int main(int argc, char** argv) {
         return 1;
     }
 
-    std::printf("median of %d rounds, ns per call; ratio = legacy / simdjson (above 1: simdjson faster)\n", rounds);
-    std::printf("%-46s %12s %12s %9s\n", "", "legacy", "simdjson", "ratio");
+    std::printf("median of %d rounds, ns per call; ratio = legacy / dpgate (above 1: dpgate faster)\n", rounds);
+    std::printf("%-46s %12s %12s %9s\n", "", "legacy", "dpgate", "ratio");
     char name[96];
     std::snprintf(name, sizeof name, "parseUsageJson, answer of %zu B", small.size());
     row(
@@ -154,6 +157,14 @@ int main(int argc, char** argv) {
     std::snprintf(name, sizeof name, "parseUsageJson, answer of %zu B", large.size());
     row(
         name, rounds, [&] { consume(legacy::parseUsageJson(large)); }, [&] { consume(now::parseUsageJson(large)); });
+    // The read of the whole answer that parseUsageJson falls back to (and read
+    // every answer before the fifteenth round of issue 18).
+    std::snprintf(name, sizeof name, "readWholeUsage, answer of %zu B", small.size());
+    row(
+        name, rounds, [&] { consume(legacy::parseUsageJson(small)); }, [&] { consume(now::readWholeUsage(small)); });
+    std::snprintf(name, sizeof name, "readWholeUsage, answer of %zu B", large.size());
+    row(
+        name, rounds, [&] { consume(legacy::parseUsageJson(large)); }, [&] { consume(now::readWholeUsage(large)); });
     std::snprintf(name, sizeof name, "parseUsageJson, usage chunk data (%zu B)", kUsageChunkData.size());
     row(
         name, rounds, [&] { consume(legacy::parseUsageJson(kUsageChunkData)); },

@@ -4,12 +4,39 @@
 // the relay's reads happened to cut the stream.
 #include "gateway/stream_usage.hpp"
 
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <string>
 #include <string_view>
 
 using dpgate::gateway::SseUsageParser;
+
+namespace {
+
+// How deep a valid JSON text nests (strings skipped).
+size_t nesting(std::string_view json) {
+    size_t depth = 0, deepest = 0;
+    bool in_string = false;
+    for (size_t i = 0; i < json.size(); ++i) {
+        const char c = json[i];
+        if (in_string) {
+            if (c == '\\') ++i;
+            else if (c == '"') in_string = false;
+        } else if (c == '"') {
+            in_string = true;
+        } else if (c == '{' || c == '[') {
+            deepest = std::max(deepest, ++depth);
+        } else if (c == '}' || c == ']') {
+            --depth;
+        }
+    }
+    return deepest;
+}
+
+}  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (size < 2) return 0;
@@ -18,7 +45,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const size_t cap = (data[1] & 1) ? 64 + data[1] : SseUsageParser::kDefaultMaxEventBytes;
     const std::string_view input(reinterpret_cast<const char*>(data) + 2, size - 2);
 
-    (void)dpgate::gateway::parseUsageJson(input);
+    // The answer's usage read from its end gives what a read of the whole
+    // document gives, for any valid JSON simdjson can nest (its limit: 1024)
+    // and without a byte order mark (which nlohmann skips, simdjson refuses)
+    // or a NUL byte (where nlohmann's accept stops reading).
+    const auto from_tail = dpgate::gateway::parseUsageJson(input);
+    if (!input.starts_with("\xEF\xBB\xBF") && input.find('\0') == std::string_view::npos &&
+        nlohmann::json::accept(input) && nesting(input) < 1000 && from_tail != dpgate::gateway::readWholeUsage(input))
+        __builtin_trap();
     (void)dpgate::gateway::isUsageOnlyChunk(input);
     (void)dpgate::gateway::sseEventData(input);
 

@@ -279,6 +279,89 @@ TEST(ParseUsageJson, RepeatedKeysCountTheirLastValue) {
     EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"choices":[{"index":0}],"usage":{"prompt_tokens":1}})"));
 }
 
+// An answer's usage is read from its end (issue 18, fifteenth round): the
+// members after the last top-level `usage` are passed over, the text before
+// it is not read.
+TEST(ParseUsageJson, ReadFromTheEndPastTheMembersAfterUsage) {
+    // vLLM writes members after usage.
+    EXPECT_EQ(parseUsageJson(R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2},)"
+                             R"("prompt_logprobs":null,"kv_transfer_params":null} )"),
+              (Usage{4, 2, 0}));
+    // A usage nested in a later member is not the answer's.
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":3},"meta":{"usage":{"prompt_tokens":7}},"n":[1,{"a":[]}]})"),
+              (Usage{3, 0, 0}));
+    // Brackets and escaped quotes inside later strings are text.
+    EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":3},"note":"}] \"usage\":{\"prompt_tokens\":9} \\",)"
+                             R"("n":-1.5E+3,"t":true})"),
+              (Usage{3, 0, 0}));
+    EXPECT_EQ(parseUsageJson("{\n\t\"usage\" :\r\n {\"completion_tokens\": 5}\n}\n"), (Usage{0, 5, 0}));
+    // The text before the usage member is the backend's, relayed as it came.
+    EXPECT_EQ(parseUsageJson(R"({"choices":[tru],"usage":{"prompt_tokens":3}})"), (Usage{3, 0, 0}));
+}
+
+TEST(ParseUsageJson, AnEndTheWalkCannotTakeApartIsReadWhole) {
+    // No usage member down to the opening brace: none, as the whole read says.
+    EXPECT_EQ(parseUsageJson(R"({"choices":[{"usage":{"prompt_tokens":7}}],"id":"x"})"), std::nullopt);
+    EXPECT_EQ(parseUsageJson("{}"), std::nullopt);
+    // Something after the usage member the walk does not know: the whole read decides.
+    const char* odd = R"({"usage":{"prompt_tokens":3},"x":@})";
+    EXPECT_EQ(parseUsageJson(odd), readWholeUsage(odd));
+    // Cut answers, unclosed strings, a lone closing brace: nothing, and nothing read out of bounds.
+    for (const char* text : {"}", "\"}", "\"usage\":{}}", R"({"usage":{"prompt_tokens":3},"x":"})", R"(:1})",
+                             R"({"usage":{"prompt_tokens":3}},)", R"({"usage":{"prompt_tokens":3})"}) {
+        EXPECT_EQ(parseUsageJson(text), std::nullopt) << text;
+    }
+}
+
+// The usage object in the plain shape is read without simdjson; every
+// other spelling goes to simdjson. Either way, what the whole read says.
+TEST(ParseUsageJson, PlainAndOtherUsageObjectsReadAsTheWholeReadDoes) {
+    for (
+        const char* usage :
+        {R"({"prompt_tokens":23,"total_tokens":39,"completion_tokens":16,"prompt_tokens_details":{"cached_tokens":0}})",
+         R"( { "prompt_tokens" : 0 , "completion_tokens":9999999999999999999 } )",
+         R"({"prompt_tokens":99999999999999999999})",
+         R"({"prompt_tokens":18446744073709551615})",
+         R"({"prompt_tokens":null,"completion_tokens":2})",
+         R"({"prompt_tokens":null})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":null})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":7})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":null},"prompt_tokens_details":{}})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens":4})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":{"x":1}}})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":[]}})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":{"prompt_tokens_details":{"cached_tokens":1}}})",
+         R"({"prompt_tokens":01})",
+         R"({"prompt_tokens":-0})",
+         R"({"prompt_tokens":1.0})",
+         R"({"prompt_tokens":1e2})",
+         R"({"prompt_tokens":1,})",
+         R"({"prompt_tokens":1 2})",
+         R"({"prompt_tokens":nul})",
+         R"({"prompt_tokens":nullx})",
+         R"({"prompt_tokens":"1"})",
+         R"({"prompt\u005ftokens":5})",
+         R"({"prompt_tokens":5,"é":1})",
+         R"({})",
+         R"({"a"})",
+         "{\"prompt_tokens\":5,\"x\":\"\t\"}",
+         R"({"prompt_tokens":5}})"}) {
+        const std::string answer = std::string(R"({"id":"x","usage":)") + usage + R"(,"prompt_logprobs":null})";
+        EXPECT_EQ(parseUsageJson(answer), readWholeUsage(answer)) << answer;
+    }
+}
+
+TEST(ParseUsageJson, TheEndReadAgreesWithTheWholeReadOnValidAnswers) {
+    for (const char* text :
+         {R"({"usage":{"prompt_tokens":1},"usage":{"prompt_tokens":2}})",
+          R"({"usage":{"prompt_tokens":1},"usage":null})", R"({"usage":null,"usage":{"completion_tokens":4}})",
+          R"({"us\u0061ge":{"prompt_tokens":1}})",
+          R"({"usage":{"prompt_tokens":9,"prompt_tokens_details":{"cached_tokens":5}},"x":[{"}":"]"}]})",
+          R"({"a":"\\","usage":{"prompt_tokens":2,"completion_tokens":1}})", R"({"usage":[1,2]})", R"({"usage":{}})"}) {
+        EXPECT_EQ(parseUsageJson(text), readWholeUsage(text)) << text;
+    }
+}
+
 TEST(ParseUsageJson, NullOrNonObjectUsageGivesNothing) {
     for (const char* text : {R"({"usage":null})", R"({"usage":0})", R"({"usage":"{}"})", R"({"usage":[]})",
                              R"({"choices":[],"usage":null})", R"({"choices":[],"usage":{}})"}) {
@@ -300,19 +383,33 @@ TEST(ParseUsageJson, WholeDocumentMustBeOneObject) {
     const std::string usage = R"({"usage":{"prompt_tokens":5,"completion_tokens":1}})";
     EXPECT_EQ(parseUsageJson(usage + " \r\n\t"), (Usage{5, 1, 0}));
     EXPECT_EQ(parseUsageJson(" " + usage), (Usage{5, 1, 0}));
-    for (const std::string& text : {usage + "{}", usage + " x", usage + "}", "[" + usage + "]",
-                                    usage.substr(0, usage.size() - 1), R"({"choices":[)" + usage.substr(1)}) {
+    for (const std::string& text :
+         {usage + "{}", usage + " x", usage + "}", "[" + usage + "]", usage.substr(0, usage.size() - 1)}) {
         EXPECT_EQ(parseUsageJson(text), std::nullopt) << text;
+        EXPECT_EQ(readWholeUsage(text), std::nullopt) << text;
     }
+    // The text before the usage member is not read from the end; the whole
+    // read finds the object cut.
+    const std::string cut_before = R"({"choices":[,)" + usage.substr(1);
+    EXPECT_EQ(parseUsageJson(cut_before), (Usage{5, 1, 0}));
+    EXPECT_EQ(readWholeUsage(cut_before), std::nullopt);
 }
 
-TEST(ParseUsageJson, TextThatIsNotJsonAnywhereGivesNothing) {
-    // simdjson checks UTF-8 and unescaped control characters over the whole
-    // document: an answer with either counts nothing.
-    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"\xc3\x28\"}],\"usage\":{\"prompt_tokens\":5}}"), std::nullopt);
-    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"a\x01\"}],\"usage\":{\"prompt_tokens\":5}}"), std::nullopt);
-    EXPECT_EQ(parseUsageJson("{\"choices\":[{\"text\":\"\xc3\xa9\xf0\x9f\x99\x82\"}],\"usage\":{\"prompt_tokens\":5}}"),
-              (Usage{5, 0, 0}));
+TEST(ParseUsageJson, TextBeforeUsageIsNotCheckedFromTheEnd) {
+    // The whole read (simdjson) checks UTF-8 and unescaped control
+    // characters over the whole document: an answer with either counts
+    // nothing. Read from the end, the usage the backend reported counts: the
+    // answer's text is relayed as it came either way.
+    for (const char* text : {"{\"choices\":[{\"text\":\"\xc3\x28\"}],\"usage\":{\"prompt_tokens\":5}}",
+                             "{\"choices\":[{\"text\":\"a\x01\"}],\"usage\":{\"prompt_tokens\":5}}"}) {
+        EXPECT_EQ(readWholeUsage(text), std::nullopt) << text;
+        EXPECT_EQ(parseUsageJson(text), (Usage{5, 0, 0})) << text;
+    }
+    const char* valid = "{\"choices\":[{\"text\":\"\xc3\xa9\xf0\x9f\x99\x82\"}],\"usage\":{\"prompt_tokens\":5}}";
+    EXPECT_EQ(readWholeUsage(valid), (Usage{5, 0, 0}));
+    EXPECT_EQ(parseUsageJson(valid), (Usage{5, 0, 0}));
+    // The usage object itself is checked either way.
+    EXPECT_EQ(parseUsageJson("{\"usage\":{\"prompt_tokens\":5,\"x\":\"\xc3\x28\"}}"), std::nullopt);
 }
 
 TEST(ParseUsageJson, DeepNestingNeverCrashes) {
@@ -320,6 +417,11 @@ TEST(ParseUsageJson, DeepNestingNeverCrashes) {
         R"({"choices":)" + std::string(100000, '[') + std::string(100000, ']') + R"(,"usage":{"prompt_tokens":5}})";
     // Skipped members are stepped over by counting brackets, not recursed into.
     EXPECT_EQ(parseUsageJson(deep_choices), (Usage{5, 0, 0}));
+    EXPECT_EQ(readWholeUsage(deep_choices), (Usage{5, 0, 0}));
+    // Nor are the members after usage recursed into, read from the end.
+    const std::string deep_after =
+        R"({"usage":{"prompt_tokens":5},"x":)" + std::string(100000, '[') + std::string(100000, ']') + "}";
+    EXPECT_EQ(parseUsageJson(deep_after), (Usage{5, 0, 0}));
     std::string deep_usage = R"({"usage":{"prompt_tokens":5,"x":)";
     deep_usage += std::string(200, '[') + std::string(200, ']') + "}}";
     EXPECT_EQ(parseUsageJson(deep_usage), std::nullopt);  // past the usage object's depth limit
@@ -339,6 +441,12 @@ TEST(ParseUsageJson, ReaderReusedAcrossLargeAndSmallAnswers) {
     // A view into a larger buffer: the reader must not read past its end.
     const std::string two = small + R"({"usage":{"prompt_tokens":9}})";
     EXPECT_EQ(parseUsageJson(std::string_view(two).substr(0, small.size())), (Usage{1, 2, 0}));
+    // The same for the whole read, which copies the answer into its buffer.
+    EXPECT_EQ(readWholeUsage(big), (Usage{3, 4, 0}));
+    EXPECT_EQ(readWholeUsage(small), (Usage{1, 2, 0}));
+    EXPECT_EQ(readWholeUsage(std::string_view(small).substr(0, small.size() - 1)), std::nullopt);
+    EXPECT_EQ(readWholeUsage(big), (Usage{3, 4, 0}));
+    EXPECT_EQ(readWholeUsage(std::string_view(two).substr(0, small.size())), (Usage{1, 2, 0}));
 }
 
 }  // namespace
