@@ -355,9 +355,10 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
-    bool copy_cut = false;
+    bool copy_cut = false;          // answer_copy holds only the answer's end
     std::string_view whole_answer;  // a body that came in one piece, read where it lies
     constexpr size_t kAnswerCopyBytes = 1 << 20;
+    constexpr size_t kAnswerEndBytes = 64 << 10;
 
     struct Buffer {
         Worker& worker;
@@ -415,10 +416,14 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             stream_usage.observe(piece);
         } else if (c_.record.bytes_out == 0 && parser.is_done()) {
             whole_answer = piece;  // the chunk buffer holds it until the end
-        } else if (!copy_cut && answer_copy.size() + got <= kAnswerCopyBytes) {
-            answer_copy.append(piece);
         } else {
-            copy_cut = true;  // larger than any usage-bearing answer: not read
+            answer_copy.append(piece);
+            if (answer_copy.size() > kAnswerCopyBytes) {
+                // Past 1 MiB (logprobs, many choices) only the answer's end
+                // is kept: its usage is there.
+                copy_cut = true;
+                answer_copy.erase(0, answer_copy.size() - kAnswerEndBytes);
+            }
         }
         const bool last = parser.is_done();
         if (last) c_.key_lease.release();
@@ -457,7 +462,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         c_.record.usage = stream_usage.usage();
     } else {
         c_.record.usage = copy_cut
-                              ? std::nullopt
+                              ? parseUsageJsonEnd(answer_copy)
                               : parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer);
     }
     releaseConnection(backend, true);

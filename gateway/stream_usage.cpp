@@ -457,18 +457,28 @@ private:
     std::optional<uint64_t> prompt_, completion_, cached_;
 };
 
+// The usage member's value: the plain reader first, simdjson for any other spelling.
+std::optional<Usage> readUsageMember(std::string_view value) noexcept {
+    if (std::optional<Usage> usage; PlainUsage(value).read(usage)) return usage;
+    try {
+        return threadReader().readUsageValue(value);
+    } catch (...) {  // bad_alloc: no usage rather than a dropped request
+        return std::nullopt;
+    }
+}
+
 }  // namespace
 
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
     const TailMember tail = TailWalk(json).lastUsage();
     if (tail.kind == TailMember::Kind::none) return std::nullopt;
     if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json);
-    if (std::optional<Usage> usage; PlainUsage(tail.value).read(usage)) return usage;
-    try {
-        return threadReader().readUsageValue(tail.value);
-    } catch (...) {  // bad_alloc: no usage rather than a dropped request
-        return std::nullopt;
-    }
+    return readUsageMember(tail.value);
+}
+
+std::optional<Usage> parseUsageJsonEnd(std::string_view end) noexcept {
+    const TailMember tail = TailWalk(end).lastUsage();
+    return tail.kind == TailMember::Kind::usage ? readUsageMember(tail.value) : std::nullopt;
 }
 
 std::optional<Usage> readWholeUsage(std::string_view json) noexcept {

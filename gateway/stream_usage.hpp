@@ -33,6 +33,13 @@ struct Usage {
 // end the walk cannot take apart is read whole (readWholeUsage).
 std::optional<Usage> parseUsageJson(std::string_view json) noexcept;
 
+// The usage of an answer of which only the end is at hand (the relay keeps
+// the last 64 KiB of an answer over 1 MiB): the walk from the end alone,
+// none when it does not reach the usage member within `end`. A window that
+// starts inside a string or a container fails the walk there, so a usage
+// found is the answer's own.
+std::optional<Usage> parseUsageJsonEnd(std::string_view end) noexcept;
+
 // The same facts from a read of the whole document by simdjson On Demand,
 // which checks the rest of it only as far as On Demand reads it (UTF-8,
 // control characters, one whole object). For valid JSON, the same answer as

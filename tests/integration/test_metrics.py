@@ -67,3 +67,26 @@ def test_metrics_count_requests_refusals_and_per_rank_cache():
             assert engines == {str(r) for r in range(8)}
             assert http_request(gw.admin_port, "GET", "/backends/nope/metrics",
                                 {"Authorization": "Bearer admin-dpgate-local"})[0] == 404
+
+
+def test_the_usage_of_an_answer_over_the_relays_copy_is_read_from_its_end():
+    # 200,000 tokens of answer: about 1.2 MB, past the relay's 1 MiB copy,
+    # of which only the end is kept (the usage is there).
+    tokens = 200_000
+    with Sim(max_output=tokens, prefill_us_per_token=0, decode_us_per_token=0) as sim:
+        config = gateway_config([("primary", sim, "primary")], model={"max_output_tokens": tokens})
+        with Gateway(config) as gw:
+            body = {"model": MODEL, "max_tokens": tokens, "messages": [{"role": "user", "content": "write"}]}
+            status, headers, raw = gw.request("POST", CHAT, body)
+            assert status == 200, raw[:300]
+            assert len(raw) > 1 << 20
+            backend, rank = headers["x-dpgate-route"].split("/")
+            deadline = time.monotonic() + 5
+            while True:
+                _, _, page = http_request(gw.admin_port, "GET", "/metrics",
+                                          {"Authorization": "Bearer admin-dpgate-local"})
+                completion = sample(page.decode(), "dpgate_completion_tokens_total", backend=backend, rank=rank)
+                if completion or time.monotonic() > deadline:
+                    break
+                time.sleep(0.02)
+            assert completion == tokens

@@ -313,6 +313,30 @@ TEST(ParseUsageJson, AnEndTheWalkCannotTakeApartIsReadWhole) {
     }
 }
 
+// The relay keeps only the last 64 KiB of an answer over 1 MiB: the usage
+// is read from that end, and a window that starts inside a string or a
+// container gives none rather than a guess.
+TEST(ParseUsageJsonEnd, ReadsTheUsageFromTheAnswersEndAlone) {
+    const std::string usage = R"("usage":{"prompt_tokens":3,"completion_tokens":4})";
+    const std::string answer = R"({"choices":[{"message":{"content":")" + std::string(200000, 'x') +
+                               R"( "q" \"},"logprobs":{"content":[)" + std::string(100, '1') + "]}}]," + usage +
+                               R"(,"prompt_logprobs":null})";
+    const std::string_view whole(answer);
+    EXPECT_EQ(parseUsageJsonEnd(whole.substr(whole.size() - 65536)), (Usage{3, 4, 0}));
+    EXPECT_EQ(parseUsageJsonEnd(whole), (Usage{3, 4, 0}));
+    // The window starts inside the usage member, or just at its key: none.
+    const size_t at = answer.find(R"("usage")");
+    EXPECT_EQ(parseUsageJsonEnd(whole.substr(at + 10)), std::nullopt);
+    EXPECT_EQ(parseUsageJsonEnd(whole.substr(at)), std::nullopt);
+    // A nested usage whose object starts before the window is not taken for the answer's.
+    const std::string nested = R"({"meta":{"usage":{"prompt_tokens":9},"x":1},"y":2})";
+    EXPECT_EQ(parseUsageJsonEnd(std::string_view(nested).substr(nested.find(R"("usage")"))), std::nullopt);
+    // Inside a string, quotes are escaped: the window's text cannot pass for members.
+    const std::string in_string = R"({"choices":[{"text":"a","usage":{"prompt_tokens":9}}"}],"id":"x"})";
+    for (size_t from = 0; from < in_string.size(); ++from)
+        EXPECT_EQ(parseUsageJsonEnd(std::string_view(in_string).substr(from)), std::nullopt) << from;
+}
+
 // The usage object in the plain shape is read without simdjson; every
 // other spelling goes to simdjson. Either way, what the whole read says.
 TEST(ParseUsageJson, PlainAndOtherUsageObjectsReadAsTheWholeReadDoes) {
