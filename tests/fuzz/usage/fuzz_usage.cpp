@@ -51,8 +51,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // or a NUL byte (where nlohmann's accept stops reading).
     const auto from_tail = dpgate::gateway::parseUsageJson(input);
     if (!input.starts_with("\xEF\xBB\xBF") && input.find('\0') == std::string_view::npos &&
-        nlohmann::json::accept(input) && nesting(input) < 1000 && from_tail != dpgate::gateway::readWholeUsage(input))
-        __builtin_trap();
+        nlohmann::json::accept(input) && nesting(input) < 1000) {
+        if (from_tail != dpgate::gateway::readWholeUsage(input)) __builtin_trap();
+        // Any end of it the relay may keep reads that usage or none.
+        const auto from_end = dpgate::gateway::parseUsageJsonEnd(input.substr(seed % (input.size() + 1)));
+        if (from_end && from_end != from_tail) __builtin_trap();
+    }
+    (void)dpgate::gateway::parseUsageJsonEnd(input.substr(input.size() / 2));
     (void)dpgate::gateway::isUsageOnlyChunk(input);
     (void)dpgate::gateway::sseEventData(input);
 
