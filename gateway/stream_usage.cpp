@@ -5,6 +5,7 @@
 #include <array>
 #include <cstring>
 #include <memory>
+#include <utility>
 
 namespace dpgate::gateway {
 namespace {
@@ -153,6 +154,13 @@ std::optional<Usage> readUsage(od::value value) {
                  .cached_prompt_tokens = cached.value_or(0)};
 }
 
+// Whether the document's text ends where its value did: anything after it
+// (a second document, a cut one) makes the whole text malformed.
+bool endsThere(od::document& doc) {
+    const char* trailing = nullptr;
+    return doc.current_location().get(trailing) != simdjson::SUCCESS;
+}
+
 // The top-level members `usage` and `choices` of a document. The key
 // `usage` is matched as written (onlyNullUsage looks for those bytes);
 // other members are skipped, not validated. Nullopt when the document is
@@ -175,11 +183,17 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
                                   !value.get_array().get(choices) && !choices.is_empty().get(empty) && empty;
         }
     }
-    // Anything after the root object (a second document, a cut one) makes
-    // the whole text malformed.
-    const char* trailing = nullptr;
-    if (doc.current_location().get(trailing) == simdjson::SUCCESS) return std::nullopt;
+    if (!endsThere(doc)) return std::nullopt;
     return facts;
+}
+
+// The usage member's value alone, read as a document of its own.
+std::optional<Usage> readUsageDocument(od::document& doc) {
+    od::value root;
+    if (doc.get_value().get(root)) return std::nullopt;
+    std::optional<Usage> usage = readUsage(root);
+    if (!endsThere(doc)) return std::nullopt;
+    return usage;
 }
 
 // One parser per thread, reused (a relay runs on one worker thread), and a
@@ -187,38 +201,29 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
 // hand over string_views without it.
 class FactsReader {
 public:
-    std::optional<UsageFacts> read(std::string_view json) { return read(json, readFacts); }
-
+    // What `reader` reads from the document `json`; nullopt when simdjson
+    // cannot index it, or memory runs out (no usage rather than a dropped
+    // request).
     template <typename Reader>
-    std::optional<UsageFacts> read(std::string_view json, Reader reader) {
-        // An answer can be up to the relay's 1 MiB copy; do not keep that
-        // much per thread after one large answer.
-        constexpr size_t kShrinkAboveBytes = 256 << 10;
-        const size_t needed = json.size() + simdjson::SIMDJSON_PADDING;
-        if (copy_bytes_ < needed || (copy_bytes_ > kShrinkAboveBytes && copy_bytes_ > 4 * needed)) {
-            copy_ = std::make_unique<char[]>(needed);
-            copy_bytes_ = needed;
+    auto read(std::string_view json, Reader reader) noexcept -> decltype(reader(std::declval<od::document&>())) {
+        try {
+            // An answer can be up to the relay's 1 MiB copy; do not keep that
+            // much per thread after one large answer.
+            constexpr size_t kShrinkAboveBytes = 256 << 10;
+            const size_t needed = json.size() + simdjson::SIMDJSON_PADDING;
+            if (copy_bytes_ < needed || (copy_bytes_ > kShrinkAboveBytes && copy_bytes_ > 4 * needed)) {
+                copy_ = std::make_unique<char[]>(needed);
+                copy_bytes_ = needed;
+            }
+            if (parser_.capacity() > kShrinkAboveBytes && parser_.capacity() > 4 * json.size()) parser_ = od::parser{};
+            std::memcpy(copy_.get(), json.data(), json.size());
+            std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
+            od::document doc;
+            if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
+            return reader(doc);
+        } catch (...) {
+            return std::nullopt;
         }
-        if (parser_.capacity() > kShrinkAboveBytes && parser_.capacity() > 4 * json.size()) parser_ = od::parser{};
-        std::memcpy(copy_.get(), json.data(), json.size());
-        std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
-        od::document doc;
-        if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
-        return reader(doc);
-    }
-
-    // The usage member's value alone, read as a document of its own.
-    std::optional<Usage> readUsageValue(std::string_view value) {
-        std::optional<UsageFacts> facts = read(value, [](od::document& doc) -> std::optional<UsageFacts> {
-            od::value root;
-            if (doc.get_value().get(root)) return std::nullopt;
-            UsageFacts out;
-            out.usage = readUsage(root);
-            const char* trailing = nullptr;
-            if (doc.current_location().get(trailing) == simdjson::SUCCESS) return std::nullopt;
-            return out;
-        });
-        return facts ? facts->usage : std::nullopt;
     }
 
 private:
@@ -232,13 +237,7 @@ FactsReader& threadReader() {
     return reader;
 }
 
-std::optional<UsageFacts> usageFacts(std::string_view json) noexcept {
-    try {
-        return threadReader().read(json);
-    } catch (...) {  // bad_alloc: no usage rather than a dropped request
-        return std::nullopt;
-    }
-}
+std::optional<UsageFacts> usageFacts(std::string_view json) noexcept { return threadReader().read(json, readFacts); }
 
 // The last top-level member of an answer named `usage`, found by walking
 // the answer backward from its end (issue 18, fifteenth round): a backend
@@ -460,11 +459,7 @@ private:
 // The usage member's value: the plain reader first, simdjson for any other spelling.
 std::optional<Usage> readUsageMember(std::string_view value) noexcept {
     if (std::optional<Usage> usage; PlainUsage(value).read(usage)) return usage;
-    try {
-        return threadReader().readUsageValue(value);
-    } catch (...) {  // bad_alloc: no usage rather than a dropped request
-        return std::nullopt;
-    }
+    return threadReader().read(value, readUsageDocument);
 }
 
 }  // namespace

@@ -20,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace {
@@ -151,20 +152,18 @@ int main(int argc, char** argv) {
     std::printf("median of %d rounds, ns per call; ratio = legacy / dpgate (above 1: dpgate faster)\n", rounds);
     std::printf("%-46s %12s %12s %9s\n", "", "legacy", "dpgate", "ratio");
     char name[96];
-    std::snprintf(name, sizeof name, "parseUsageJson, answer of %zu B", small.size());
-    row(
-        name, rounds, [&] { consume(legacy::parseUsageJson(small)); }, [&] { consume(now::parseUsageJson(small)); });
-    std::snprintf(name, sizeof name, "parseUsageJson, answer of %zu B", large.size());
-    row(
-        name, rounds, [&] { consume(legacy::parseUsageJson(large)); }, [&] { consume(now::parseUsageJson(large)); });
-    // The read of the whole answer that parseUsageJson falls back to (and read
-    // every answer before the fifteenth round of issue 18).
-    std::snprintf(name, sizeof name, "readWholeUsage, answer of %zu B", small.size());
-    row(
-        name, rounds, [&] { consume(legacy::parseUsageJson(small)); }, [&] { consume(now::readWholeUsage(small)); });
-    std::snprintf(name, sizeof name, "readWholeUsage, answer of %zu B", large.size());
-    row(
-        name, rounds, [&] { consume(legacy::parseUsageJson(large)); }, [&] { consume(now::readWholeUsage(large)); });
+    // Each answer read from its end (parseUsageJson), then whole, the read
+    // parseUsageJson falls back to (and every answer's before the fifteenth
+    // round of issue 18).
+    using Read = std::optional<Usage> (*)(std::string_view) noexcept;
+    for (auto [reader, read] : {std::pair<const char*, Read>{"parseUsageJson", now::parseUsageJson},
+                                std::pair<const char*, Read>{"readWholeUsage", now::readWholeUsage}}) {
+        for (const std::string* text : {&small, &large}) {
+            std::snprintf(name, sizeof name, "%s, answer of %zu B", reader, text->size());
+            row(
+                name, rounds, [&] { consume(legacy::parseUsageJson(*text)); }, [&] { consume(read(*text)); });
+        }
+    }
     std::snprintf(name, sizeof name, "parseUsageJson, usage chunk data (%zu B)", kUsageChunkData.size());
     row(
         name, rounds, [&] { consume(legacy::parseUsageJson(kUsageChunkData)); },
