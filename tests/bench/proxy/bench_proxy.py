@@ -9,7 +9,9 @@ on the same simulator; then 500 concurrent SSE streams through each.
 
 Rounds interleave the targets so that machine noise hits each alike; the
 tables report the median of the rounds, and ratios computed per round (each
-compares runs a few seconds apart) then their median.
+compares runs a few seconds apart) then their median, with the median's
+95 % interval for requests per CPU second (median_interval: from 6 rounds;
+with 8 it spans the smallest to the largest round).
 
 Requests: wrk -t2, a small non-streaming chat. Per target: requests/s,
 p50/p99 and the proxy's CPU seconds per 1,000 requests, read from
@@ -38,6 +40,7 @@ import argparse
 import asyncio
 import contextlib
 import json
+import math
 import os
 import re
 import shutil
@@ -325,6 +328,37 @@ def added_ms(run: dict, direct: dict, key: str) -> float:
 # --- report ------------------------------------------------------------------
 
 
+def median_interval(values: list[float], confidence: float = 0.95) -> tuple[float, float] | None:
+    """The distribution-free interval for the median of what `values` sample
+    (the sign test's): the k-th smallest and the k-th largest value, with k
+    the largest rank whose two tails hold at most 1 - confidence of a
+    Binomial(n, 1/2). None when there are too few values (under 6 at 95 %).
+    With 30 rounds it is the 10th to the 21st; with 8, the smallest to the
+    largest."""
+    xs = sorted(values)
+    n = len(xs)
+    k = 0
+    below = 0.0  # P(B <= j) for B ~ Binomial(n, 1/2)
+    for j in range(n // 2):
+        below += math.comb(n, j) / 2 ** n
+        if 2 * below > 1 - confidence:
+            break
+        k = j + 1
+    return (xs[k - 1], xs[n - k]) if k else None
+
+
+def verdict(ratios: list[float]) -> str:
+    """The median ratio with its 95 % interval, and what the interval says:
+    ahead (all of it above 1), behind (all of it below 1) or level."""
+    median = statistics.median(ratios)
+    interval = median_interval(ratios)
+    if interval is None:
+        return f"{median:.3f}x"
+    low, high = interval
+    word = "ahead" if low > 1 else "behind" if high < 1 else "level"
+    return f"{median:.3f}x [95 % interval {low:.3f}-{high:.3f}: {word}]"
+
+
 def per_round(by_target: dict, a: str, b: str, f) -> list[float]:
     return [f(x, y) for x, y in zip(by_target[a], by_target[b])]
 
@@ -347,9 +381,9 @@ def report_requests(results: dict, args) -> None:
             eff = per_round(by_target, "dpgate", peer, lambda d, p: p["cpu_per_1k"] / d["cpu_per_1k"])
             rps = per_round(by_target, "dpgate", peer, lambda d, p: d["rps"] / p["rps"])
             p99 = per_round(by_target, "dpgate", peer, lambda d, p: d["p99_ms"] / p["p99_ms"])
-            print(f"{c:>5} dpgate/{peer}: req/s per CPU s {statistics.median(eff):.2f}x "
+            print(f"{c:>5} dpgate/{peer}: req/s per CPU s {verdict(eff)} "
                   f"(rounds {' '.join(f'{r:.2f}' for r in eff)}); req/s {statistics.median(rps):.2f}x; "
-                  f"p99 {statistics.median(p99):.2f}x")
+                  f"p99 {statistics.median(p99):.2f}x (rounds {' '.join(f'{r:.2f}' for r in p99)})")
 
 
 def report_streams(streams: dict, args) -> None:

@@ -2,8 +2,8 @@
 """Instructions per request in dpgate, under callgrind: steadier than any
 timing on a shared machine (docs/BENCHMARKS.md, issue 18).
 
-    tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10] [--connections 4] [--cache-sim]
-    tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10] [--connections 4] [--cache-sim]
+    tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
+    tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
 
 Starts dpgate-sim and the dpgate binary (default build/bin/dpgate, one worker
 thread) under valgrind's callgrind, warms up with wrk for 3 s, zeroes the
@@ -23,7 +23,11 @@ longer explain the time (docs/BENCHMARKS.md, ninth round).
 last-level caches) and prints data and instruction misses per request. With
 many connections, every request's state waits while the others run; what it
 touches again when its answer arrives is what misses (docs/BENCHMARKS.md,
-fourteenth round).
+fourteenth round). callgrind simulates two levels; --l2-kib makes the second
+one a core's second-level cache (8-way; 512 KiB on the EPYC parts these
+machines run on) instead of the shared last level, whose misses are then
+the second-level misses of the real machine (docs/BENCHMARKS.md, sixteenth
+round).
 """
 
 from __future__ import annotations
@@ -109,6 +113,9 @@ def main() -> int:
     ap.add_argument("--cache-sim", action="store_true",
                     help="also simulate the caches (callgrind's default: this machine's L1 and last level) and "
                          "print data and instruction misses per request")
+    ap.add_argument("--l2-kib", type=int,
+                    help="with --cache-sim: simulate a second level of this many KiB (8-way, 64 B lines) as the "
+                         "last level, so that DLmr/DLmw count its misses")
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
@@ -116,6 +123,8 @@ def main() -> int:
         valgrind.append("--dump-instr=yes")
     if args.cache_sim:
         valgrind.append("--cache-sim=yes")
+        if args.l2_kib:
+            valgrind.append(f"--LL={args.l2_kib * 1024},8,64")
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         if args.peer:
             name = args.peer

@@ -14,7 +14,9 @@ same seconds of each round, in front of one dpgate-sim: a burst slows all
 of them alike, and the ratio within a round keeps. CPU is the time each
 proxy's threads spent on a CPU (schedstat, in ns, not tick-sampled user
 and system time) per request wrk completed. Prints the median per proxy
-and, against dpgate, the median of the per-round ratios with every round's.
+and, against dpgate, the median of the per-round ratios with every round's
+and the median's 95 % interval (bench_proxy.median_interval): a peer is
+ahead or behind only when the whole interval is.
 The proxies compete for the same 2 CPUs, so figures are higher than one
 proxy alone; compare ratios, not absolute values, with bench_proxy.py.
 """
@@ -127,7 +129,7 @@ def main() -> int:
         if name == "dpgate":
             continue
         ratios = [other / mine for other, mine in zip(values, per_request["dpgate"])]
-        print(f"  {name}/dpgate CPU per request: median {statistics.median(ratios):.3f}x "
+        print(f"  {name}/dpgate CPU per request: median {bench_proxy.verdict(ratios)} "
               f"(below 1: {name} uses less); rounds {[round(r, 3) for r in ratios]}")
     return 0
 
