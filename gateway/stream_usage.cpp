@@ -361,8 +361,9 @@ private:
 
 // The usage object in the shape backends write it: keys without escapes,
 // counts as plain integers or null, and prompt_tokens_details an object of
-// the same shape or null. Read here, byte by byte, as readUsage reads it;
-// anything else (an escape, a sign, a fraction, an exponent, a string, an
+// the same shape or null. Read here as readUsage reads it (the five keys
+// backends write matched whole, other keys byte by byte, counts digit by
+// digit); anything else (an escape, a sign, a fraction, an exponent, a string, an
 // array, 20 digits, a leading zero) is `unsure` and left to simdjson.
 class PlainUsage {
 public:
@@ -384,6 +385,15 @@ public:
     }
 
 private:
+    enum class Key { prompt, completion, details, cached, other };
+
+    // What a plain key may hold: printable ASCII but the quote and the backslash.
+    static constexpr std::array<bool, 256> kKeyBytes = [] {
+        std::array<bool, 256> bytes{};
+        for (int c = 0x20; c < 0x7f; ++c) bytes[size_t(c)] = c != '"' && c != '\\';
+        return bytes;
+    }();
+
     void space() {
         while (p_ != end_ && isJsonSpace(*p_)) ++p_;
     }
@@ -393,24 +403,43 @@ private:
         ++p_;
         return true;
     }
-    bool key(std::string_view& out) {
+    // Whether the text at p_ begins with `literal`; if so, p_ moves past it.
+    template <size_t N>
+    bool skip(const char (&literal)[N]) {
+        if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) return false;
+        p_ += N - 1;
+        return true;
+    }
+    // A key with its quotes. The keys backends write are matched whole, with
+    // the closing quote; any other is read byte by byte.
+    bool key(Key& out) {
         if (!take('"')) return false;
-        const char* const start = p_;
-        while (p_ != end_ && *p_ != '"') {
-            const unsigned char c = static_cast<unsigned char>(*p_);
-            if (c == '\\' || c < 0x20 || c >= 0x7f) return false;
-            ++p_;
+        out = Key::other;
+        switch (p_ == end_ ? '\0' : *p_) {
+            case 'p':
+                if (skip("prompt_tokens\"")) out = Key::prompt;
+                else if (skip("prompt_tokens_details\"")) out = Key::details;
+                break;
+            case 'c':
+                if (skip("completion_tokens\"")) out = Key::completion;
+                else if (skip("cached_tokens\"")) out = Key::cached;
+                break;
+            case 't':
+                if (skip("total_tokens\"")) return true;
+                break;
+            default: break;
         }
-        if (p_ == end_) return false;
-        out = std::string_view(start, size_t(p_ - start));
+        if (out != Key::other) return true;
+        // Not a key above: its name differs from theirs, or it is not plain.
+        while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
+        if (p_ == end_ || *p_ != '"') return false;
         ++p_;
         return true;
     }
     // A count (0, or up to 19 digits without a leading zero) or null.
     bool count(std::optional<uint64_t>& out) {
         space();
-        if (end_ - p_ >= 4 && std::memcmp(p_, "null", 4) == 0) {
-            p_ += 4;
+        if (skip("null")) {
             out.reset();
             return true;
         }
@@ -426,10 +455,10 @@ private:
         if (!take('{')) return false;
         if (take('}')) return true;
         do {
-            std::string_view name;
+            Key name;
             if (!key(name) || !take(':')) return false;
             std::optional<uint64_t> value;
-            if (!details && name == "prompt_tokens_details") {
+            if (!details && name == Key::details) {
                 cached_.reset();  // the last one counts, whatever it is
                 space();
                 if (p_ != end_ && *p_ == '{') {
@@ -441,10 +470,10 @@ private:
             }
             if (!count(value)) return false;
             if (details) {
-                if (name == "cached_tokens") cached_ = value;
-            } else if (name == "prompt_tokens") {
+                if (name == Key::cached) cached_ = value;
+            } else if (name == Key::prompt) {
                 prompt_ = value;
-            } else if (name == "completion_tokens") {
+            } else if (name == Key::completion) {
                 completion_ = value;
             }
         } while (take(','));
