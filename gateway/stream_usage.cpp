@@ -363,8 +363,9 @@ private:
 // counts as plain integers or null, and prompt_tokens_details an object of
 // the same shape or null. Read here as readUsage reads it (the five keys
 // backends write matched whole, other keys byte by byte, counts digit by
-// digit); anything else (an escape, a sign, a fraction, an exponent, a string, an
-// array, 20 digits, a leading zero) is `unsure` and left to simdjson.
+// digit); anything else (an escape, a sign, a fraction, an exponent, a
+// string, an array, 20 digits, a leading zero) is `unsure` and left to
+// simdjson.
 class PlainUsage {
 public:
     explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
@@ -385,7 +386,7 @@ public:
     }
 
 private:
-    enum class Key { prompt, completion, details, cached, other };
+    enum class Key { prompt, completion, details, cached, total, other };
 
     // What a plain key may hold: printable ASCII but the quote and the backslash.
     static constexpr std::array<bool, 256> kKeyBytes = [] {
@@ -414,27 +415,32 @@ private:
     // the closing quote; any other is read byte by byte.
     bool key(Key& out) {
         if (!take('"')) return false;
-        out = Key::other;
-        switch (p_ == end_ ? '\0' : *p_) {
-            case 'p':
-                if (skip("prompt_tokens\"")) out = Key::prompt;
-                else if (skip("prompt_tokens_details\"")) out = Key::details;
-                break;
-            case 'c':
-                if (skip("completion_tokens\"")) out = Key::completion;
-                else if (skip("cached_tokens\"")) out = Key::cached;
-                break;
-            case 't':
-                if (skip("total_tokens\"")) return true;
-                break;
-            default: break;
-        }
+        out = knownKey();
         if (out != Key::other) return true;
         // Not a key above: its name differs from theirs, or it is not plain.
         while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
         if (p_ == end_ || *p_ != '"') return false;
         ++p_;
         return true;
+    }
+    // The key at p_ (past its opening quote) when it is one backends write,
+    // p_ then past its closing quote; `other`, p_ unmoved, when it is not.
+    Key knownKey() {
+        switch (p_ == end_ ? '\0' : *p_) {
+            case 'p':
+                if (skip("prompt_tokens\"")) return Key::prompt;
+                if (skip("prompt_tokens_details\"")) return Key::details;
+                break;
+            case 'c':
+                if (skip("completion_tokens\"")) return Key::completion;
+                if (skip("cached_tokens\"")) return Key::cached;
+                break;
+            case 't':
+                if (skip("total_tokens\"")) return Key::total;
+                break;
+            default: break;
+        }
+        return Key::other;
     }
     // A count (0, or up to 19 digits without a leading zero) or null.
     bool count(std::optional<uint64_t>& out) {

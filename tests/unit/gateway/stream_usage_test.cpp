@@ -339,35 +339,57 @@ TEST(ParseUsageJsonEnd, ReadsTheUsageFromTheAnswersEndAlone) {
 
 // The usage object in the plain shape is read without simdjson; every
 // other spelling goes to simdjson. Either way, what the whole read says.
+void expectReadAsTheWholeReadDoes(const char* usage) {
+    const std::string answer = std::string(R"({"id":"x","usage":)") + usage + R"(,"prompt_logprobs":null})";
+    EXPECT_EQ(parseUsageJson(answer), readWholeUsage(answer)) << answer;
+}
+
 TEST(ParseUsageJson, PlainAndOtherUsageObjectsReadAsTheWholeReadDoes) {
     for (
         const char* usage :
         {R"({"prompt_tokens":23,"total_tokens":39,"completion_tokens":16,"prompt_tokens_details":{"cached_tokens":0}})",
          R"( { "prompt_tokens" : 0 , "completion_tokens":9999999999999999999 } )",
-         R"({"prompt_tokens":99999999999999999999})", R"({"prompt_tokens":18446744073709551615})",
-         R"({"prompt_tokens":null,"completion_tokens":2})", R"({"prompt_tokens":null})",
-         R"({"prompt_tokens":3,"prompt_tokens_details":null})", R"({"prompt_tokens":3,"prompt_tokens_details":7})",
+         R"({"prompt_tokens":99999999999999999999})",
+         R"({"prompt_tokens":18446744073709551615})",
+         R"({"prompt_tokens":null,"completion_tokens":2})",
+         R"({"prompt_tokens":null})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":null})",
+         R"({"prompt_tokens":3,"prompt_tokens_details":7})",
          R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2,"audio_tokens":null},"prompt_tokens_details":{}})",
          R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":2},"prompt_tokens":4})",
          R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":{"x":1}}})",
          R"({"prompt_tokens":3,"prompt_tokens_details":{"cached_tokens":[]}})",
          R"({"prompt_tokens":3,"prompt_tokens_details":{"prompt_tokens_details":{"cached_tokens":1}}})",
-         R"({"prompt_tokens":01})", R"({"prompt_tokens":-0})", R"({"prompt_tokens":1.0})", R"({"prompt_tokens":1e2})",
-         R"({"prompt_tokens":1,})", R"({"prompt_tokens":1 2})", R"({"prompt_tokens":nul})",
-         R"({"prompt_tokens":nullx})", R"({"prompt_tokens":"1"})", R"({"prompt\u005ftokens":5})",
-         R"({"prompt_tokens":5,"é":1})", R"({})", R"({"a"})", "{\"prompt_tokens\":5,\"x\":\"\t\"}",
-         R"({"prompt_tokens":5}})",
-         // Keys that begin like the five backends write, or sit where another is read.
-         R"({"prompt_tokensX":5,"completion_tokens":1})",
-         R"({"prompt_tokens_detailsX":{"cached_tokens":1},"prompt_tokens":5})",
-         R"({"prompt_tokens_detail":{"cached_tokens":1},"prompt_tokens":5})",
-         R"({"prompt_tokens":5,"cached_tokens":4})", R"({"prompt_tokens":5,"total_tokens":{"a":1}})",
-         R"({"prompt_tokens":5,"total_tokens_":1,"completion_":2,"p":3,"c":4,"t":5})",
-         R"({"completion_tokens":2,"prompt_tokens_details":{"completion_tokens":7,"cached_tokens":1}})",
-         R"({"completion_tokens\":2})", R"({"prompt_tokens":5,"{}[]":1})", R"({"prompt_tokens":5,"":1})"}) {
-        const std::string answer = std::string(R"({"id":"x","usage":)") + usage + R"(,"prompt_logprobs":null})";
-        EXPECT_EQ(parseUsageJson(answer), readWholeUsage(answer)) << answer;
-    }
+         R"({"prompt_tokens":01})",
+         R"({"prompt_tokens":-0})",
+         R"({"prompt_tokens":1.0})",
+         R"({"prompt_tokens":1e2})",
+         R"({"prompt_tokens":1,})",
+         R"({"prompt_tokens":1 2})",
+         R"({"prompt_tokens":nul})",
+         R"({"prompt_tokens":nullx})",
+         R"({"prompt_tokens":"1"})",
+         R"({"prompt\u005ftokens":5})",
+         R"({"prompt_tokens":5,"é":1})",
+         R"({})",
+         R"({"a"})",
+         "{\"prompt_tokens\":5,\"x\":\"\t\"}",
+         R"({"prompt_tokens":5}})"})
+        expectReadAsTheWholeReadDoes(usage);
+}
+
+// The five keys backends write are matched whole: keys that begin like them,
+// or sit where another is read, are read as the whole read reads them.
+TEST(ParseUsageJson, KeysLikeTheFiveReadAsTheWholeReadDoes) {
+    for (const char* usage :
+         {R"({"prompt_tokensX":5,"completion_tokens":1})",
+          R"({"prompt_tokens_detailsX":{"cached_tokens":1},"prompt_tokens":5})",
+          R"({"prompt_tokens_detail":{"cached_tokens":1},"prompt_tokens":5})",
+          R"({"prompt_tokens":5,"cached_tokens":4})", R"({"prompt_tokens":5,"total_tokens":{"a":1}})",
+          R"({"prompt_tokens":5,"total_tokens_":1,"completion_":2,"p":3,"c":4,"t":5})",
+          R"({"completion_tokens":2,"prompt_tokens_details":{"completion_tokens":7,"cached_tokens":1}})",
+          R"({"completion_tokens\":2})", R"({"prompt_tokens":5,"{}[]":1})", R"({"prompt_tokens":5,"":1})"})
+        expectReadAsTheWholeReadDoes(usage);
 }
 
 TEST(ParseUsageJson, TheEndReadAgreesWithTheWholeReadOnValidAnswers) {
