@@ -87,6 +87,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
     HeadFields& fields = request_.fields_;
     fields.assign(wire);
     const char* const begin = fields.slice(0, uint32_t(wire.size())).data();
+    const char* const end = begin + wire.size();
     const char* p = begin;
     auto at = [&](const char* q) { return uint32_t(q - begin); };
 
@@ -95,7 +96,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
     if (p == begin || *p != ' ') return void(fail(400, "malformed request line.", true));
     request_.method_bytes_ = at(p);
     const char* const target = ++p;
-    while (is(*p, kTarget)) ++p;
+    p = skipRun<kTarget>(p, end);
     if (p == target || *p != ' ') return void(fail(400, "malformed request line.", true));
     request_.target_at_ = at(target);
     request_.target_bytes_ = uint32_t(p - target);
@@ -119,7 +120,7 @@ void ClientRequestParser::parseHead(std::string_view wire) {
             return void(fail(
                 431, "request has more than " + std::to_string(limits_.max_header_count) + " header fields.", false));
         std::string_view name, value;
-        if (const char* error = readField(p, name, value)) return void(fail(400, error, true));
+        if (const char* error = readField(p, end, name, value)) return void(fail(400, error, true));
         const http::field id = fieldId(name);
         fields.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         switch (id) {
@@ -236,7 +237,7 @@ size_t ClientRequestParser::putTrailer(std::string_view bytes) {
         if (*p == '\r') return fail(400, "malformed chunked body: a CR without its LF.", true);
         if (isBlank(*p)) return fail(400, "obsolete line folding (obs-fold) in the trailer is not accepted.", false);
         std::string_view name, value;
-        if (const char* error = readField(p, name, value)) return fail(400, error, true);
+        if (const char* error = readField(p, bytes.data() + bytes.size(), name, value)) return fail(400, error, true);
         for (std::string_view framing : {"content-length", "transfer-encoding", "connection", "proxy-connection"})
             if (iequals(name, framing))
                 return fail(400, "framing field " + std::string(name) + " in a trailer is not accepted.", false);

@@ -42,7 +42,7 @@ bool isHopByHop(http::field name) {
     }
 }
 
-// Calls `emit(name, value)` for every field of `from` that crosses the gateway.
+// Calls `emit(field)` for every field of `from` that crosses the gateway.
 template <class Emit>
 void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, Emit&& emit) {
     // Field names listed in Connection are hop-by-hop for this message only.
@@ -59,13 +59,15 @@ void forEachEndToEndField(const HeadFields& from, const FieldNames& also_drop, E
             v.remove_prefix(comma + 1);
         }
     });
-    from.each([&](http::field id, std::string_view name, std::string_view value) {
+    for (size_t i = 0; i < from.size(); ++i) {
+        const HeadFields::Field& field = from.at(i);
+        const std::string_view name = from.nameOf(field);
         // Every hop-by-hop name is a known field; an unknown one never is.
-        if (isHopByHop(id) || also_drop.contains(id, name)) return;
-        for (std::string_view n : named)
-            if (grammar::iequals(name, n)) return;
-        emit(name, value);
-    });
+        if (isHopByHop(field.name) || also_drop.contains(field.name, name)) continue;
+        if (std::any_of(named.begin(), named.end(), [&](std::string_view n) { return grammar::iequals(name, n); }))
+            continue;
+        emit(field);
+    }
 }
 
 }  // namespace
@@ -89,9 +91,26 @@ bool FieldNames::containsUnknown(std::string_view name) const {
 
 void appendEndToEndFields(const HeadFields& from, std::string& head, const FieldNames& also_drop) {
     HeadWriter w(head, 256);  // a hint: a longer head grows the string
-    forEachEndToEndField(from, also_drop, [&](std::string_view name, std::string_view value) {
-        w.put(name).put(": ").put(value).put("\r\n");
+    // Lines that lie one after another in the head's copy are copied as one
+    // piece: usually all the fields that cross, one copy for the lot.
+    std::string_view run;
+    auto flush = [&] {
+        if (!run.empty()) w.put(run);
+        run = {};
+    };
+    forEachEndToEndField(from, also_drop, [&](const HeadFields::Field& field) {
+        const std::string_view line = from.lineOf(field);
+        if (line.empty()) {
+            flush();
+            w.put(from.nameOf(field)).put(": ").put(from.valueOf(field)).put("\r\n");
+        } else if (!run.empty() && run.data() + run.size() == line.data()) {
+            run = {run.data(), run.size() + line.size()};
+        } else {
+            flush();
+            run = line;
+        }
     });
+    flush();
 }
 
 }  // namespace dpgate::gateway

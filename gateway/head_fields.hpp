@@ -59,6 +59,16 @@ public:
     const Field& at(size_t i) const { return fields_[i]; }
     std::string_view nameOf(const Field& f) const { return {bytes_.data() + f.name_at, f.name_bytes}; }
     std::string_view valueOf(const Field& f) const { return {bytes_.data() + f.value_at, f.value_bytes}; }
+    // The field's line as "Name: value\r\n" where it lies so in the head's
+    // copy (a parsed field with one SP after the colon and no whitespace
+    // after the value), or empty: what a writer may copy whole.
+    std::string_view lineOf(const Field& f) const {
+        const size_t colon = size_t(f.name_at) + f.name_bytes, end = size_t(f.value_at) + f.value_bytes + 2;
+        if (f.value_at != colon + 2 || end > bytes_.size()) return {};
+        const char* const b = bytes_.data();
+        if (b[colon] != ':' || b[colon + 1] != ' ' || b[end - 2] != '\r' || b[end - 1] != '\n') return {};
+        return {b + f.name_at, end - f.name_at};
+    }
 
     // fn(field id, name, value) for each field in arrival order.
     template <class Fn>

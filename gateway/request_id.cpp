@@ -1,6 +1,8 @@
 #include "gateway/request_id.hpp"
 
 #include <algorithm>
+#include <array>
+#include <cstring>
 
 namespace dpgate::gateway {
 
@@ -15,11 +17,18 @@ void assignRequestId(std::string& id, std::string_view client_value, RequestIdSo
                   std::all_of(client_value.begin(), client_value.end(),
                               [](char c) { return c > 0x20 && c < 0x7f && c != '"' && c != '\\'; });
     if (usable) return void(id.assign(client_value));
-    static constexpr char kHex[] = "0123456789abcdef";
-    id.assign(32, '0');
+    // Two hex digits a byte, low nibble first, from a table of the 256 pairs.
+    static constexpr std::array<std::array<char, 2>, 256> kPairs = [] {
+        constexpr char kHex[] = "0123456789abcdef";
+        std::array<std::array<char, 2>, 256> pairs{};
+        for (size_t b = 0; b < 256; ++b) pairs[b] = {kHex[b & 0xf], kHex[b >> 4]};
+        return pairs;
+    }();
+    id.resize(32);
+    char* out = id.data();
     for (int half = 0; half < 2; ++half) {
         std::uint64_t bits = ids.next();
-        for (int i = 0; i < 16; ++i) id[size_t(half * 16 + i)] = kHex[(bits >> (i * 4)) & 0xf];
+        for (int i = 0; i < 8; ++i, bits >>= 8, out += 2) std::memcpy(out, kPairs[bits & 0xff].data(), 2);
     }
 }
 

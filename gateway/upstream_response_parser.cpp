@@ -100,6 +100,7 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
     // every view an offset into it, every scan stopped by a CR before the end.
     fields_.assign(wire);
     const char* const begin = fields_.slice(0, uint32_t(wire.size())).data();
+    const char* const end = begin + wire.size();
     const char* p = begin;
 
     // status-line = HTTP-version SP 3DIGIT SP reason-phrase CRLF
@@ -116,7 +117,7 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
     }
     status_ = unsigned(p[0] - '0') * 100 + unsigned(p[1] - '0') * 10 + unsigned(p[2] - '0');
     p += 4;
-    while (is(*p, kValue)) ++p;
+    p = skipRun<kValue>(p, end);
     if (p[0] != '\r' || p[1] != '\n') {
         ec = *p == '\r' ? http::error::bad_line_ending : http::error::bad_reason;
         return;
@@ -126,7 +127,7 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
     auto at = [&](const char* q) { return uint32_t(q - begin); };
     while (*p != '\r') {
         std::string_view name, value;
-        if (!readFieldLine(p, name, value, ec)) return;
+        if (!readFieldLine(p, end, name, value, ec)) return;
         const http::field id = fieldId(name);
         fields_.addAt(id, at(name.data()), uint32_t(name.size()), at(value.data()), uint32_t(value.size()));
         if (!readFramingField(id, value, ec)) return;
@@ -159,13 +160,13 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
 // a line that starts blank, or a value that goes on in the next line, which
 // is refused before this line's piece of it is judged (Beast joins the
 // lines first, so judging the piece would fail what Beast reads).
-bool UpstreamResponseParser::readFieldLine(const char*& p, std::string_view& name, std::string_view& value,
-                                           error_code& ec) {
+bool UpstreamResponseParser::readFieldLine(const char*& p, const char* end, std::string_view& name,
+                                           std::string_view& value, error_code& ec) {
     if (isBlank(*p)) {
         refuse(http::error::bad_value, ec);
         return false;
     }
-    if (readField(p, name, value)) {
+    if (readField(p, end, name, value)) {
         ec = http::error::bad_field;
         return false;
     }
@@ -277,7 +278,7 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
             return 0;
         }
         std::string_view name, value;
-        if (!readFieldLine(p, name, value, ec)) return 0;
+        if (!readFieldLine(p, bytes.data() + bytes.size(), name, value, ec)) return 0;
         const http::field id = fieldId(name);
         if (!readFramingField(id, value, ec)) return 0;
         fields_.add(id, name, value);

@@ -80,7 +80,8 @@ private:
     void parseHead(std::string_view head, error_code& ec);
     size_t putChunkSize(std::string_view bytes, error_code& ec);
     size_t putTrailer(std::string_view bytes, error_code& ec);
-    bool readFieldLine(const char*& p, std::string_view& name, std::string_view& value, error_code& ec);
+    bool readFieldLine(const char*& p, const char* end, std::string_view& name, std::string_view& value,
+                       error_code& ec);
     bool readFramingField(http::field id, std::string_view value, error_code& ec);
     void refuse(http::error error, error_code& ec) {
         refused_ = true;

@@ -1,6 +1,7 @@
 #include "gateway/forwarded_headers.hpp"
 
 #include "gateway/head_fields.hpp"
+#include "gateway/upstream_response_parser.hpp"
 
 #include <gtest/gtest.h>
 
@@ -73,4 +74,32 @@ TEST(ForwardedHeaders, TheDropListMatchesNamesWithAndWithoutAFieldCodeInAnyCase)
                                       {"Content-Type", "text/plain"}});
     EXPECT_EQ(forwarded(from, {"host", "x-request-id", "Content-Length"}),
               "X-Other: o\r\nContent-Type: text/plain\r\n");
+}
+
+// Fields of a parsed head lie in its copy as they came; those written
+// "Name: value" are copied as whole lines, runs of them at once. The lines
+// are the same as field by field, whatever the spacing, and a dropped field
+// in between ends a run.
+TEST(ForwardedHeaders, ParsedLinesAreCopiedWholeAndTheSameAsFieldByField) {
+    const std::string wire =
+        "HTTP/1.1 200 OK\r\nServer: sim\r\nContent-Type: application/json\r\nX-Sim-DP-Rank: 3\r\n"
+        "Content-Length: 0\r\nX-A:tight\r\nX-B:  wide  \r\nX-C: \r\nX-D:\t\ttab\r\nX-E: e\r\nConnection: keep-alive\r\n"
+        "X-F: f\r\nX-G: g\r\n\r\n";
+    UpstreamResponseParser parser;
+    error_code ec;
+    parser.put(net::buffer(wire), ec);
+    ASSERT_FALSE(ec) << ec.message();
+    const HeadFields& parsed = parser.fields();
+    HeadFields added;
+    for (size_t i = 0; i < parsed.size(); ++i)
+        added.add(parsed.at(i).name, parsed.nameOf(parsed.at(i)), parsed.valueOf(parsed.at(i)));
+    const std::string expected =
+        "Server: sim\r\nContent-Type: application/json\r\nX-Sim-DP-Rank: 3\r\nX-A: tight\r\nX-B: wide\r\n"
+        "X-C: \r\nX-D: tab\r\nX-E: e\r\nX-F: f\r\nX-G: g\r\n";
+    EXPECT_EQ(forwarded(parsed, {"content-length"}), expected);
+    EXPECT_EQ(forwarded(added, {"content-length"}), expected);
+    EXPECT_EQ(parsed.lineOf(parsed.at(0)), "Server: sim\r\n");
+    EXPECT_EQ(parsed.lineOf(parsed.at(4)), "");  // X-A:tight
+    EXPECT_EQ(parsed.lineOf(parsed.at(6)), "X-C: \r\n");
+    EXPECT_EQ(added.lineOf(added.at(0)), "");
 }

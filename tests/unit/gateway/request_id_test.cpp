@@ -56,3 +56,16 @@ TEST(RequestId, AssignedOverAnOldIdInItsBuffer) {
         EXPECT_EQ(id.data(), buffer);
     }
 }
+
+// A fresh id is the source's next two numbers in hex, each low nibble first.
+TEST(RequestId, FreshIdIsTheNextTwoNumbersInHexLowNibbleFirst) {
+    RequestIdSource ids(11), same(11);
+    for (int round = 0; round < 1000; ++round) {
+        std::string expected;
+        for (int half = 0; half < 2; ++half) {
+            const std::uint64_t bits = same.next();
+            for (int i = 0; i < 16; ++i) expected += "0123456789abcdef"[(bits >> (4 * i)) & 0xf];
+        }
+        ASSERT_EQ(requestIdFor("", ids), expected) << round;
+    }
+}
