@@ -50,7 +50,7 @@ private:
         std::vector<std::uint32_t> edge_child;
         std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
         // A chain of one-edge nodes no token ends inside is walked with one
-        // memcmp: for the node the chain starts at, its bytes are
+        // compare: for the node the chain starts at, its bytes are
         // run_bytes[run_begin, run_begin + run_length) and it ends at
         // run_end (a node with a token, or with more or fewer than one
         // edge). run_length 0: no chain starts here. A walk only ever meets

@@ -1,6 +1,6 @@
 // AddedTokens::split against a plain leftmost-longest scan over the token
-// list: the trie, its one-edge chains walked by memcmp, and the first-byte
-// filter must cut exactly where the scan does.
+// list: the trie, its one-edge chains compared a word at a time, and the
+// first-byte filter must cut exactly where the scan does.
 #include "admission/tokenizer/added_tokens.hpp"
 
 #include <gtest/gtest.h>
