@@ -418,9 +418,13 @@ private:
     void space() {
         while (p_ != end_ && isJsonSpace(*p_)) ++p_;
     }
+    // `c`, after any whitespace. Backends write usage without any, so the
+    // byte is looked at first, and the whitespace only when it is not `c`.
     bool take(char c) {
-        space();
-        if (p_ == end_ || *p_ != c) return false;
+        if (p_ == end_ || *p_ != c) {
+            space();
+            if (p_ == end_ || *p_ != c) return false;
+        }
         ++p_;
         return true;
     }
