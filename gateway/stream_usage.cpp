@@ -318,8 +318,8 @@ private:
     }
     // Moves at_ onto the last quote before it; false when there is none.
     // Sixteen bytes at a time, inline: the strings passed over here are
-    // keys and counts' neighbours, a few bytes each, where a call to
-    // memrchr cost more than the search.
+    // the usage object's keys and the few members after it, a few bytes
+    // each, where a call to memrchr cost more than the search.
     bool previousQuote() {
 #if defined(__SSE2__)
         for (; at_ >= 16; at_ -= 16) {
