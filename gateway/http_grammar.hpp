@@ -7,6 +7,8 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "routing/hash64.hpp"
+
 #include <array>
 #include <cstdint>
 #include <cstring>
@@ -54,28 +56,25 @@ inline bool iequals(std::string_view a, std::string_view b) {
 
 // `name` (token characters) equals `lower` (lower-case letters, digits and
 // '-') in any case. Exact for tokens: OR-ing 0x20 maps only 'A'-'Z' onto
-// 'a'-'z', and only CR (not a token character) onto '-'. Eight bytes are
-// compared at once (the last eight overlapping the ones before), four at
-// once for names of four to seven bytes.
+// 'a'-'z', and only CR (not a token character) onto '-'. Compared a word at
+// a time, with routing's loads: eight bytes (the last eight overlapping the
+// ones before), or the two overlapping halves of a four- to seven-byte name.
 inline bool isName(std::string_view name, std::string_view lower) {
+    using routing::hash_detail::load64;
+    using routing::hash_detail::loadShort;
     const size_t n = name.size();
     if (n != lower.size()) return false;
-    const char* const a = name.data();
-    const char* const b = lower.data();
-    auto same = [&](size_t at, auto word) {
-        decltype(word) x, y;
-        std::memcpy(&x, a + at, sizeof x);
-        std::memcpy(&y, b + at, sizeof y);
-        return decltype(word)(x | decltype(word)(0x2020202020202020u)) == y;
-    };
+    const auto* const a = reinterpret_cast<const unsigned char*>(name.data());
+    const auto* const b = reinterpret_cast<const unsigned char*>(lower.data());
+    constexpr uint64_t kFold = 0x2020202020202020u;
     if (n >= 8) {
         for (size_t at = 0; at + 8 < n; at += 8)
-            if (!same(at, uint64_t{})) return false;
-        return same(n - 8, uint64_t{});
+            if ((load64(a + at) | kFold) != load64(b + at)) return false;
+        return (load64(a + n - 8) | kFold) == load64(b + n - 8);
     }
-    if (n >= 4) return same(0, uint32_t{}) && same(n - 4, uint32_t{});
+    if (n >= 4) return (loadShort(a, n) | kFold) == loadShort(b, n);
     for (size_t i = 0; i < n; ++i)
-        if (char(a[i] | 0x20) != b[i]) return false;
+        if ((a[i] | 0x20) != b[i]) return false;
     return true;
 }
 
