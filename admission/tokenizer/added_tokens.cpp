@@ -8,8 +8,8 @@
 namespace dpgate::admission {
 
 AddedTokens::AddedTokens(const std::vector<AddedToken>& tokens) {
-    raw_.token_at.push_back(-1);
-    normalized_.token_at.push_back(-1);
+    raw_.nodes.emplace_back();
+    normalized_.nodes.emplace_back();
     for (const AddedToken& token : tokens) {
         if (token.content.empty()) continue;
         insert(token.normalized ? normalized_ : raw_, token.content, token.id);
@@ -36,56 +36,52 @@ void AddedTokens::insert(Trie& trie, std::string_view content, std::uint32_t id)
         const std::uint64_t key = (static_cast<std::uint64_t>(node) << 8) | static_cast<unsigned char>(c);
         auto it = trie.building.find(key);
         if (it == trie.building.end()) {
-            const auto child = static_cast<std::uint32_t>(trie.token_at.size());
-            trie.token_at.push_back(-1);
+            const auto child = static_cast<std::uint32_t>(trie.nodes.size());
+            trie.nodes.emplace_back();
             it = trie.building.emplace(key, child).first;
         }
         node = it->second;
     }
     // Two entries with the same content: the later one wins, as in a map.
-    trie.token_at[node] = id;
+    trie.nodes[node].token = id;
 }
 
 void AddedTokens::finish(Trie& trie) {
-    std::vector<std::pair<std::uint64_t, std::uint32_t>> edges(trie.building.begin(), trie.building.end());
-    std::sort(edges.begin(), edges.end());  // by parent node, then byte
-    const std::size_t nodes = trie.token_at.size();
-    trie.edge_begin.assign(nodes + 1, 0);
-    trie.edge_byte.reserve(edges.size());
-    trie.edge_child.reserve(edges.size());
-    for (const auto& [key, child] : edges) {
-        ++trie.edge_begin[(key >> 8) + 1];
-        trie.edge_byte.push_back(static_cast<unsigned char>(key & 0xff));
-        trie.edge_child.push_back(child);
-    }
-    for (std::size_t n = 0; n < nodes; ++n) trie.edge_begin[n + 1] += trie.edge_begin[n];
+    std::vector<std::pair<std::uint64_t, std::uint32_t>> keyed(trie.building.begin(), trie.building.end());
+    std::sort(keyed.begin(), keyed.end());  // by parent node, then byte
     trie.building.clear();
+    // Each node's edges, as a range of `edges`; kept in first/next until the
+    // chains below overwrite them for the nodes a chain starts at.
+    std::vector<Node>& nodes = trie.nodes;
+    trie.edges.reserve(keyed.size());
+    for (const auto& [key, child] : keyed) {
+        Node& parent = nodes[key >> 8];
+        if (parent.next == 0) parent.first = static_cast<std::uint32_t>(trie.edges.size());
+        trie.edges.push_back({child, static_cast<unsigned char>(key & 0xff)});
+        parent.next = static_cast<std::uint32_t>(trie.edges.size());
+    }
+    auto edges_of = [&](std::uint32_t n) { return nodes[n].next - nodes[n].first; };
 
     // Chains, from the root down: a chain's inner nodes are skipped, and the
     // walk goes on from where it ends.
-    trie.run_begin.assign(nodes, 0);
-    trie.run_length.assign(nodes, 0);
-    trie.run_end.assign(nodes, 0);
-    auto edges_of = [&](std::uint32_t n) { return trie.edge_begin[n + 1] - trie.edge_begin[n]; };
     std::vector<std::uint32_t> todo = {0};
     while (!todo.empty()) {
-        std::uint32_t n = todo.back();
+        const std::uint32_t n = todo.back();
         todo.pop_back();
         if (edges_of(n) == 1) {
             const auto begin = static_cast<std::uint32_t>(trie.run_bytes.size());
             std::uint32_t m = n;
             do {
-                const std::uint32_t e = trie.edge_begin[m];
-                trie.run_bytes.push_back(static_cast<char>(trie.edge_byte[e]));
-                m = trie.edge_child[e];
-            } while (trie.token_at[m] < 0 && edges_of(m) == 1);
-            trie.run_begin[n] = begin;
-            trie.run_length[n] = static_cast<std::uint32_t>(trie.run_bytes.size()) - begin;
-            trie.run_end[n] = m;
+                const Edge& edge = trie.edges[nodes[m].first];
+                trie.run_bytes.push_back(static_cast<char>(edge.byte));
+                m = edge.child;
+            } while (nodes[m].token == kNoToken && edges_of(m) == 1);
+            nodes[n].run_length = static_cast<std::uint32_t>(trie.run_bytes.size()) - begin;
+            nodes[n].first = begin;
+            nodes[n].next = m;
             todo.push_back(m);
         } else {
-            for (std::uint32_t e = trie.edge_begin[n]; e < trie.edge_begin[n + 1]; ++e)
-                todo.push_back(trie.edge_child[e]);
+            for (std::uint32_t e = nodes[n].first; e < nodes[n].next; ++e) todo.push_back(trie.edges[e].child);
         }
     }
 }
@@ -110,34 +106,31 @@ bool sameBytes(const char* a, const char* b, std::size_t n) {
 }  // namespace
 
 std::size_t AddedTokens::longestAt(const Trie& trie, std::string_view text, std::size_t pos, std::uint32_t& id) {
-    std::uint32_t node = 0;
+    const Node* node = trie.nodes.data();
     std::size_t best = 0;
     std::size_t i = pos;
     while (i < text.size()) {
-        if (const std::uint32_t run = trie.run_length[node]; run != 0) {
+        if (const std::uint32_t run = node->run_length; run != 0) {
             // No token ends inside a chain: all of it matches, or nothing new does.
-            if (text.size() - i < run || !sameBytes(text.data() + i, trie.run_bytes.data() + trie.run_begin[node], run))
-                break;
+            if (text.size() - i < run || !sameBytes(text.data() + i, trie.run_bytes.data() + node->first, run)) break;
             i += run;
-            node = trie.run_end[node];
+            node = &trie.nodes[node->next];
         } else {
             const auto byte = static_cast<unsigned char>(text[i]);
-            std::uint32_t e = trie.edge_begin[node];
-            const std::uint32_t end = trie.edge_begin[node + 1];
+            const Edge* e = trie.edges.data() + node->first;
+            const Edge* const end = trie.edges.data() + node->next;
             if (end - e > 8) {
-                e = static_cast<std::uint32_t>(
-                    std::lower_bound(trie.edge_byte.begin() + e, trie.edge_byte.begin() + end, byte) -
-                    trie.edge_byte.begin());
+                e = std::lower_bound(e, end, byte, [](const Edge& edge, unsigned char b) { return edge.byte < b; });
             } else {
-                while (e < end && trie.edge_byte[e] < byte) ++e;
+                while (e < end && e->byte < byte) ++e;
             }
-            if (e == end || trie.edge_byte[e] != byte) break;
-            node = trie.edge_child[e];
+            if (e == end || e->byte != byte) break;
+            node = &trie.nodes[e->child];
             ++i;
         }
-        if (trie.token_at[node] >= 0) {
+        if (node->token != kNoToken) {
             best = i - pos;
-            id = static_cast<std::uint32_t>(trie.token_at[node]);
+            id = node->token;
         }
     }
     return best;

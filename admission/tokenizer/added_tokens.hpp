@@ -40,28 +40,38 @@ public:
 
 private:
     // Byte trie. While tokens are inserted, children are keyed by
-    // (node << 8 | byte); finish() lays them out flat, each node's edges
-    // sorted by byte in edge_byte/edge_child[edge_begin[node], edge_begin[node + 1]):
-    // a walk is a few byte compares per step, no hashing.
-    struct Trie {
-        std::unordered_map<std::uint64_t, std::uint32_t> building;
-        std::vector<std::uint32_t> edge_begin;
-        std::vector<unsigned char> edge_byte;
-        std::vector<std::uint32_t> edge_child;
-        std::vector<std::int64_t> token_at;  // per node: token id ending here, or -1
+    // (node << 8 | byte); finish() lays them out flat. A walk step reads one
+    // 16-byte node and then either its edges (sorted by byte) or its chain's
+    // bytes: each node's fields sit together, so a step touches one cache
+    // line for the node, where parallel arrays cost one per field
+    // (issue 18: the split missed the first-level cache 16 times per small
+    // request with them).
+    static constexpr std::uint32_t kNoToken = 0xffffffff;
+    struct Node {
+        std::uint32_t token = kNoToken;  // id of the token ending here
         // A chain of one-edge nodes no token ends inside is walked with one
         // compare: for the node the chain starts at, its bytes are
-        // run_bytes[run_begin, run_begin + run_length) and it ends at
-        // run_end (a node with a token, or with more or fewer than one
-        // edge). run_length 0: no chain starts here. A walk only ever meets
-        // a chain at its start.
-        std::vector<std::uint32_t> run_begin;
-        std::vector<std::uint32_t> run_length;
-        std::vector<std::uint32_t> run_end;
+        // run_bytes[first, first + run_length) and it ends at node `next` (a
+        // node with a token, or with more or fewer than one edge). A walk
+        // only ever meets a chain at its start.
+        // run_length 0: no chain starts here; the node's edges are
+        // edges[first, next).
+        std::uint32_t run_length = 0;
+        std::uint32_t first = 0;
+        std::uint32_t next = 0;
+    };
+    struct Edge {
+        std::uint32_t child = 0;
+        unsigned char byte = 0;
+    };
+    struct Trie {
+        std::unordered_map<std::uint64_t, std::uint32_t> building;
+        std::vector<Node> nodes;
+        std::vector<Edge> edges;
         std::string run_bytes;
         bool first_byte[256] = {};
         int only_first_byte = -1;  // set when every token starts with one byte (memchr path)
-        bool empty() const { return token_at.size() <= 1; }
+        bool empty() const { return nodes.size() <= 1; }
     };
 
     static void insert(Trie& trie, std::string_view content, std::uint32_t id);

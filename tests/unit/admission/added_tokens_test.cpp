@@ -94,6 +94,31 @@ TEST(AddedTokens, SplitIsLeftmostLongestOverChainsAndBranches) {
     EXPECT_GT(tokens_seen, 10000u);  // the texts do hold tokens, cut at every kind of place
 }
 
+TEST(AddedTokens, BranchesOfMoreThanEightEdgesAreSearchedByBinarySearch) {
+    // DeepSeek's 800-odd placeholders branch ten ways at each digit, and
+    // eleven one-byte tokens give the root more than eight edges too: both
+    // take the binary search, where smaller branches take the linear scan.
+    std::vector<AddedToken> tokens;
+    std::uint32_t id = 0;
+    for (int n = 0; n < 130; ++n) tokens.push_back({"<｜place▁holder▁no▁" + std::to_string(n) + "｜>", id++});
+    for (char c = 'a'; c <= 'k'; ++c) tokens.push_back({std::string(1, c), id++});
+    tokens.push_back({"<｜User｜>", id++});
+    const AddedTokens added(tokens);
+    const std::vector<std::string> fragments = {
+        "<｜place▁holder▁no▁", "｜>", "<｜", "<", "0", "1", "2", "5", "9", "12", "a", "k", "l", "z", " ", "<｜User｜>"};
+    std::mt19937 random(1018);
+    size_t tokens_seen = 0;
+    for (int round = 0; round < 20000; ++round) {
+        std::string text;
+        const int parts = 1 + int(random() % 10);
+        for (int p = 0; p < parts; ++p) text += fragments[random() % fragments.size()];
+        const std::vector<Piece> expected = splitByScan(tokens, text);
+        ASSERT_EQ(splitByTrie(added, text), expected) << text;
+        for (const Piece& piece : expected) tokens_seen += piece.token;
+    }
+    EXPECT_GT(tokens_seen, 10000u);
+}
+
 TEST(AddedTokens, TextEndingInsideAChainIsText) {
     const AddedTokens added({{"<｜begin▁of▁sentence｜>", 5}, {"<｜User｜>", 3}});
     for (std::string_view text : {"<｜begin▁of▁sent", "<｜begin▁of▁sentence｜", "<｜", "<", "<｜Use"}) {
