@@ -113,6 +113,9 @@ def main() -> int:
     ap.add_argument("--cache-sim", action="store_true",
                     help="also simulate the caches (callgrind's default: this machine's L1 and last level) and "
                          "print data and instruction misses per request")
+    ap.add_argument("--branch-sim", action="store_true",
+                    help="also simulate branch prediction and print mispredicted conditional and indirect "
+                         "branches per request")
     ap.add_argument("--l2-kib", type=int,
                     help="with --cache-sim: simulate a second level of this many KiB (8-way, 64 B lines) as the "
                          "last level, so that DLmr/DLmw count its misses")
@@ -125,6 +128,8 @@ def main() -> int:
         valgrind.append("--cache-sim=yes")
         if args.l2_kib:
             valgrind.append(f"--LL={args.l2_kib * 1024},8,64")
+    if args.branch_sim:
+        valgrind.append("--branch-sim=yes")
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
         if args.peer:
             name = args.peer
@@ -156,6 +161,10 @@ def main() -> int:
         # D1mr/D1mw: first-level data misses on reads/writes; DLmr/DLmw: last-level ones.
         print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
                                            for event in ("D1mr", "D1mw", "DLmr", "DLmw", "I1mr", "ILmr")))
+    if args.branch_sim:
+        # Bc/Bcm: conditional branches and their mispredictions; Bi/Bim: indirect ones.
+        print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
+                                           for event in ("Bc", "Bcm", "Bi", "Bim")))
     if args.footprint:
         footprint = code_footprint(dumps[0])
         print(f"  code executed: {sum(l for l, _ in footprint.values())} lines of 64 B, "
