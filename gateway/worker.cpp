@@ -2,6 +2,7 @@
 
 #include "gateway/client_session.hpp"
 #include "gateway/log.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 #include "gateway/server.hpp"
 
 #include <boost/asio/post.hpp>
@@ -72,6 +73,9 @@ void Worker::start() {
     admission_work_.emplace(admission_io_.get_executor());
     admission_thread_ = std::thread([this] { admission_io_.run(); });
     thread_ = std::thread([this] {
+        // Every request counts into the metrics from here: in a cell of this
+        // thread's own, without locked instructions, while one is free.
+        const metrics::ShardOwner own_cells;
         io_.run();
         flushAccessLog();
     });

@@ -16,9 +16,9 @@ void Histogram::observe(double value) {
     // Linear scan: ~15 bounds, cheaper than a branchy binary search.
     size_t i = 0;
     while (i < upper_bounds_.size() && value > upper_bounds_[i]) ++i;
-    const size_t shard = threadShard();
-    bucket(shard, i).fetch_add(1, std::memory_order_relaxed);
-    sums_[shard].value.fetch_add(value, std::memory_order_relaxed);  // a CAS loop, uncontended in its shard
+    const shard_detail::ThreadShard& shard = shard_detail::assigned();
+    shard_detail::addTo(bucket(shard.index, i), uint64_t{1}, shard.owned);
+    shard_detail::addTo(sums_[shard.index].value, value, shard.owned);  // shared: a CAS loop
 }
 
 Histogram::Snapshot Histogram::snapshot() const {

@@ -1,7 +1,9 @@
 #include "gateway/metrics/registry.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -168,8 +170,12 @@ namespace {
 TEST(Histogram, ObservationsFromManyThreadsAreAllCounted) {
     Histogram h({0.5, 1.0});
     std::vector<std::thread> threads;
-    for (int t = 0; t < 12; ++t)  // more threads than shards: some share one
+    for (int t = 0; t < 12; ++t)
         threads.emplace_back([&h, t] {
+            // Half own a cell (as workers do) and add without locked
+            // instructions; the other half share cells.
+            std::optional<ShardOwner> owner;
+            if (t % 2 == 0) owner.emplace();
             for (int i = 0; i < 10000; ++i) h.observe(t % 3 == 0 ? 0.25 : t % 3 == 1 ? 0.75 : 2.0);
         });
     for (auto& thread : threads) thread.join();
