@@ -19,6 +19,13 @@ switch, or another process on the core) pays per line and page it touches,
 not per instruction, so this is the figure to shrink when instructions no
 longer explain the time (docs/BENCHMARKS.md, ninth round).
 
+--locked also records instruction addresses and prints the locked (atomic
+read-modify-write) instructions executed per request, with the functions
+that ran the most of them. callgrind counts such an instruction as one, but
+each waits for the core's pending stores to drain: on these machines 32
+more per request cost 2.3 % of a small proxied request's CPU
+(docs/BENCHMARKS.md, eighteenth round).
+
 --cache-sim adds callgrind's cache simulation (this machine's first-level and
 last-level caches) and prints data and instruction misses per request. With
 many connections, every request's state waits while the others run; what it
@@ -33,6 +40,7 @@ round).
 from __future__ import annotations
 
 import argparse
+import collections
 import glob
 import os
 import re
@@ -103,12 +111,72 @@ def code_footprint(dump: str) -> dict[str, tuple[int, int]]:
     return {obj: (len(ls), len({line >> 6 for line in ls})) for obj, ls in lines.items()}
 
 
+def locked_instructions(dump: str) -> tuple[int, collections.Counter]:
+    """(locked instructions executed, {function: how many}) in a callgrind dump
+    written with --dump-instr=yes: instructions with a lock prefix, and xchg
+    with memory (locked without one), found in each object's disassembly."""
+    names: dict[str, str] = {}
+    functions: dict[str, str] = {}
+    executed: collections.Counter = collections.Counter()
+    where: dict[tuple[str, int], str] = {}
+    obj = function = "?"
+    address = 0
+    after_call = False
+    for raw in open(dump, errors="replace"):
+        if raw.startswith(("ob=", "cob=")):
+            key, _, rest = raw.rstrip("\n").partition("=")
+            ref, _, name = rest.partition(" ")
+            if name:
+                names[ref] = name
+            if key == "ob":
+                obj = names.get(ref, ref)
+            continue
+        if raw.startswith(("fn=", "cfn=")):
+            key, _, rest = raw.rstrip("\n").partition("=")
+            ref, _, name = rest.partition(" ")
+            if name:
+                functions[ref] = name
+            if key == "fn":
+                function = functions.get(ref, ref)
+            continue
+        if raw.startswith("calls="):
+            after_call = True  # the next cost line is the call's inclusive cost
+            continue
+        c = raw[0]
+        if c == "0" and raw.startswith("0x"):
+            address = int(raw.split()[0], 16)
+        elif c in "+-":
+            address += int(raw.split()[0])
+        elif c != "*":
+            continue
+        if after_call:
+            after_call = False
+            continue
+        fields = raw.split()
+        executed[(obj, address)] += int(fields[2]) if len(fields) > 2 else 0
+        where[(obj, address)] = function
+    locked: set[tuple[str, int]] = set()
+    for path in {o for o, _ in executed if o.startswith("/")}:
+        listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True).stdout
+        for line in listing.splitlines():
+            m = re.match(r"\s+([0-9a-f]+):\s+(\S+)(.*)", line)
+            if m and (m.group(2) == "lock" or (m.group(2).startswith("xchg") and "(" in m.group(3))):
+                locked.add((path, int(m.group(1), 16)))
+    by_function: collections.Counter = collections.Counter()
+    for site, n in executed.items():
+        if site in locked:
+            by_function[where[site]] += n
+    return sum(by_function.values()), by_function
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("binary", nargs="?", type=Path, default=bin_dir() / "dpgate")
     ap.add_argument("--peer", choices=["haproxy", "nginx"])
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--footprint", action="store_true", help="also print the code lines and pages executed")
+    ap.add_argument("--locked", action="store_true",
+                    help="also print the locked (atomic read-modify-write) instructions executed per request")
     ap.add_argument("--connections", type=int, default=4, help="wrk connections (default 4)")
     ap.add_argument("--cache-sim", action="store_true",
                     help="also simulate the caches (callgrind's default: this machine's L1 and last level) and "
@@ -122,7 +190,7 @@ def main() -> int:
     args = ap.parse_args()
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
-    if args.footprint:
+    if args.footprint or args.locked:
         valgrind.append("--dump-instr=yes")
     if args.cache_sim:
         valgrind.append("--cache-sim=yes")
@@ -165,6 +233,12 @@ def main() -> int:
         # Bc/Bcm: conditional branches and their mispredictions; Bi/Bim: indirect ones.
         print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
                                            for event in ("Bc", "Bcm", "Bi", "Bim")))
+    if args.locked:
+        total_locked, by_function = locked_instructions(dumps[0])
+        print(f"  locked instructions per request: {total_locked / requests:.1f}")
+        for function, n in by_function.most_common(12):
+            if n / requests >= 0.5:
+                print(f"    {n / requests:6.1f}  {function[:140]}")
     if args.footprint:
         footprint = code_footprint(dumps[0])
         print(f"  code executed: {sum(l for l, _ in footprint.values())} lines of 64 B, "
