@@ -11,7 +11,8 @@
 //
 // This operation is Asio's own read operation with one difference: a read
 // that returns fewer bytes than it had room for reports the socket
-// exhausted. The reactor then skips the next read's first try, until epoll
+// exhausted. (It also calls recv() without glibc's cancellation
+// bookkeeping: uncancellable_io.hpp.) The reactor then skips the next read's first try, until epoll
 // reports new bytes. Nothing is lost: with edge-triggered epoll, bytes that
 // arrive after the short read raise a new event, and the reactor records an
 // event that comes while no read waits, so the next read tries at once
@@ -32,6 +33,7 @@
 #pragma once
 
 #include "gateway/net.hpp"
+#include "gateway/uncancellable_io.hpp"
 
 #include <boost/asio/detail/bind_handler.hpp>
 #include <boost/asio/detail/fenced_block.hpp>
@@ -42,8 +44,10 @@
 #include <boost/asio/detail/reactive_socket_service_base.hpp>
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
-#include <boost/asio/detail/socket_ops.hpp>
 
+#include <cassert>
+#include <cerrno>
+#include <type_traits>
 #include <utility>
 
 namespace dpgate::gateway {
@@ -57,8 +61,14 @@ class RecvOp : public ad::reactor_op {
 public:
     BOOST_ASIO_DEFINE_HANDLER_PTR(RecvOp);
 
-    RecvOp(int socket, net::mutable_buffer buffer, Handler& handler, const IoExecutor& io_ex)
+    // A handler whose executor is an io_context's (a coroutine's) runs
+    // directly; any other (TLS's composed operations) through handler_work,
+    // as in Asio's own operations.
+    static constexpr bool kOnIoContext = std::is_same_v<net::associated_executor_t<Handler>, Executor>;
+
+    RecvOp(int socket, net::mutable_buffer buffer, bool drain_aware, Handler& handler, const IoExecutor& io_ex)
         : ad::reactor_op(error_code(), &RecvOp::doPerform, &RecvOp::doComplete),
+          drain_aware_(drain_aware),
           socket_(socket),
           buffer_(buffer),
           handler_(std::move(handler)),
@@ -66,33 +76,82 @@ public:
 
     static status doPerform(ad::reactor_op* base) {
         auto* o = static_cast<RecvOp*>(base);
-        if (!ad::socket_ops::non_blocking_recv1(o->socket_, o->buffer_.data(), o->buffer_.size(), 0, true, o->ec_,
-                                                o->bytes_transferred_))
+        if (!recvNow(o->socket_, o->buffer_, o->ec_, o->bytes_transferred_))
             return not_done;  // nothing there yet: wait for epoll
-        // A short read (or the end of the stream, or a failure) left the socket empty.
-        return o->bytes_transferred_ < o->buffer_.size() ? done_and_exhausted : done;
+        // Drain-aware: a short read (or the end of the stream, or a failure)
+        // left the socket empty. Else, as Asio's own: only the end of the
+        // stream did.
+        if (o->drain_aware_) return o->bytes_transferred_ < o->buffer_.size() ? done_and_exhausted : done;
+        return o->bytes_transferred_ == 0 ? done_and_exhausted : done;
     }
 
     static void doComplete(void* owner, ad::operation* base, const error_code&, std::size_t) {
         auto* o = static_cast<RecvOp*>(base);
         ptr p = {ad::addressof(o->handler_), o, o};
-        ad::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-        // The handler is moved out before the operation's memory is freed:
-        // the memory may belong to the handler's allocator.
-        ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
-        p.h = ad::addressof(handler.handler_);
-        p.reset();
-        if (owner) {
-            ad::fenced_block b(ad::fenced_block::half);
-            w.complete(handler, handler.handler_);
+        if constexpr (kOnIoContext) {
+            // The handler is moved out before the operation's memory is
+            // freed: the memory may belong to the handler's allocator.
+            ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+            p.h = ad::addressof(handler.handler_);
+            p.reset();
+            if (owner) {
+                // Here, on the thread running the socket's io_context, which
+                // is the handler's own executor: where Asio's handler_work
+                // would run it, without its count of outstanding work. The
+                // reactor counts the operation while it waits and the
+                // scheduler its completion while queued; the count was two
+                // locked instructions at the start and two at the end
+                // (issue 18, eighteenth round).
+                ad::fenced_block b(ad::fenced_block::half);
+                handler();
+            }
+        } else {
+            ad::handler_work<Handler, IoExecutor> w(std::move(o->work_));
+            ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+            p.h = ad::addressof(handler.handler_);
+            p.reset();
+            if (owner) {
+                ad::fenced_block b(ad::fenced_block::half);
+                w.complete(handler, handler.handler_);
+            }
         }
     }
 
 private:
+    // Asio's socket_ops::non_blocking_recv1 for a stream socket, with
+    // recvUncancellable: false when the socket had nothing (try again
+    // later); else done, with the bytes read, or the end of the stream
+    // (error::eof), or the failure in `ec`.
+    static bool recvNow(int socket, net::mutable_buffer buffer, error_code& ec, std::size_t& bytes) {
+        while (true) {
+            const ssize_t n = recvUncancellable(socket, buffer.data(), buffer.size(), 0);
+            if (n > 0) {
+                ec = {};
+                bytes = std::size_t(n);
+                return true;
+            }
+            if (n == 0) {
+                ec = net::error::eof;
+                return true;
+            }
+            const int error = errno;
+            if (error == EINTR) continue;
+            if (error == EAGAIN || error == EWOULDBLOCK) return false;
+            ec = error_code(error, boost::system::system_category());
+            bytes = 0;
+            return true;
+        }
+    }
+
+    struct NoWork {
+        NoWork(Handler&, const IoExecutor&) {}
+    };
+
+    bool drain_aware_;
     int socket_;
     net::mutable_buffer buffer_;
     Handler handler_;
-    ad::handler_work<Handler, IoExecutor> work_;
+    [[no_unique_address]] std::conditional_t<kOnIoContext, NoWork, ad::handler_work<Handler, IoExecutor>> work_;
 };
 
 // The socket's reactor state: protected in basic_socket, reached through
@@ -112,17 +171,22 @@ struct ServiceStart : boost::asio::detail::reactive_socket_service_base {
 }  // namespace drain_aware_detail
 
 // Starts a read of `buffer` on `socket`; `handler(error_code, size_t)` runs
-// as for socket.async_read_some.
+// as for socket.async_read_some. Not `drain_aware`: the read is Asio's own
+// but for the recv() it calls (uncancellable_io.hpp).
 template <class Handler>
-void startDrainAwareRead(tcp::socket& socket, net::mutable_buffer buffer, Handler handler) {
+void startRead(tcp::socket& socket, net::mutable_buffer buffer, bool drain_aware, Handler handler) {
     namespace ad = boost::asio::detail;
     using IoExecutor = tcp::socket::executor_type;
     using Op = drain_aware_detail::RecvOp<Handler, IoExecutor>;
     auto& io = drain_aware_detail::SocketImpl::of(socket);
     auto& impl = io.get_implementation();
     const bool is_continuation = boost_asio_handler_cont_helpers::is_continuation(handler);
+    // Run directly, the handler must belong to the socket's own io_context.
+    if constexpr (Op::kOnIoContext)
+        assert(&net::get_associated_executor(handler).context() ==
+               &net::query(socket.get_executor(), net::execution::context));
     typename Op::ptr p = {ad::addressof(handler), Op::ptr::allocate(handler), nullptr};
-    p.p = new (p.v) Op(impl.socket_, buffer, handler, io.get_executor());
+    p.p = new (p.v) Op(impl.socket_, buffer, drain_aware, handler, io.get_executor());
     // As Asio's own read starts: with nothing to read into (`noop`) or no
     // non-blocking mode it completes at once, else the reactor may try the
     // read first (speculative).

@@ -78,8 +78,8 @@ public:
         socket_.close(ignored);
     }
 
-    // From now on a single-buffer read goes through startDrainAwareRead
-    // (drain_aware_read.hpp): after a short read the next read waits for
+    // From now on a single-buffer read is drain-aware (startRead,
+    // drain_aware_read.hpp): after a short read the next read waits for
     // readiness instead of failing a recv() first. For the client side
     // only: an end of stream that came with the bytes of a short read is
     // then seen at the next deadline, not at once (see there).
@@ -91,12 +91,10 @@ public:
             [this](auto handler, const MutableBuffers& b) {
                 using Handler = Done<std::decay_t<decltype(handler)>>;
                 if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>) {
-                    if (drain_aware_) {
-                        startDrainAwareRead(socket_, net::mutable_buffer(b), Handler(*this, std::move(handler)));
-                        return;
-                    }
+                    startRead(socket_, net::mutable_buffer(b), drain_aware_, Handler(*this, std::move(handler)));
+                } else {
+                    socket_.async_read_some(b, Handler(*this, std::move(handler)));
                 }
-                socket_.async_read_some(b, Handler(*this, std::move(handler)));
             },
             token, buffers);
     }

@@ -24,6 +24,7 @@
 #pragma once
 
 #include "gateway/net.hpp"
+#include "gateway/uncancellable_io.hpp"
 
 #include <boost/asio/write.hpp>
 #include <boost/beast/core/buffers_suffix.hpp>
@@ -82,7 +83,7 @@ private:
             net::buffer_copy(net::buffer(gathered.data(), total), buffers);
             data = gathered.data();
         }
-        const ssize_t n = ::send(socket.native_handle(), data, total, MSG_NOSIGNAL);
+        const ssize_t n = sendUncancellable(socket.native_handle(), data, total, MSG_NOSIGNAL);
         return n > 0 ? size_t(n) : 0;
     }
 

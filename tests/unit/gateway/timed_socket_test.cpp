@@ -157,7 +157,7 @@ TEST(TimedSocket, DeadlineClockTracksSteadyClock) {
     }
 }
 
-// Reads go through startDrainAwareRead (drain_aware_read.hpp): after a short
+// Reads go through startRead, drain-aware (drain_aware_read.hpp): after a short
 // read the next one waits for readiness instead of trying first. Bytes must
 // never be missed for it, however they arrive.
 namespace {
