@@ -7,6 +7,7 @@
 
 #include <boost/asio/post.hpp>
 
+#include <ctime>
 #include <random>
 
 #include <sys/socket.h>
@@ -15,9 +16,14 @@ namespace dpgate::gateway {
 
 namespace {
 
+// The chat template's strftime_now(): whole seconds, read for every request
+// rendered. CLOCK_REALTIME_COARSE is the time as of the last kernel tick,
+// read by the vDSO without the time-stamp counter: 5 ns here against 28 ns
+// for system_clock::now() (issue 18, eighteenth round).
 std::int64_t unixNow() {
-    return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
-        .count();
+    timespec now{};
+    clock_gettime(CLOCK_REALTIME_COARSE, &now);
+    return std::int64_t(now.tv_sec);
 }
 
 // Each worker's two Admitters have count caches of their own: the bound is
