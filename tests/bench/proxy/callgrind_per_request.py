@@ -84,59 +84,25 @@ def event_totals(dump: str) -> dict[str, int]:
     raise ValueError(f"{dump}: no summary line")
 
 
-def code_footprint(dump: str) -> dict[str, tuple[int, int]]:
-    """{object file: (distinct 64-byte lines, distinct 4 KiB pages)} of the
-    instructions executed in a callgrind dump written with --dump-instr=yes."""
-    names: dict[str, str] = {}
-    lines: dict[str, set[int]] = {}
-    obj = "?"
-    address = 0
-    for raw in open(dump):
-        if raw.startswith(("ob=", "cob=")):
-            key, _, rest = raw.rstrip("\n").partition("=")
-            ref, _, name = rest.partition(" ")
-            if name:
-                names[ref] = name
-            if key == "ob":
-                obj = names.get(ref, ref)
-            continue
-        c = raw[0]
-        if c == "0" and raw.startswith("0x"):
-            address = int(raw.split()[0], 16)
-        elif c in "+-":
-            address += int(raw.split()[0])
-        elif c != "*":
-            continue
-        lines.setdefault(obj, set()).add(address >> 6)
-    return {obj: (len(ls), len({line >> 6 for line in ls})) for obj, ls in lines.items()}
-
-
-def locked_instructions(dump: str) -> tuple[int, collections.Counter]:
-    """(locked instructions executed, {function: how many}) in a callgrind dump
-    written with --dump-instr=yes: instructions with a lock prefix, and xchg
-    with memory (locked without one), found in each object's disassembly."""
-    names: dict[str, str] = {}
+def executed_instructions(dump: str) -> dict[tuple[str, int], tuple[str, int]]:
+    """{(object file, address): (function, times executed)} of a callgrind
+    dump written with --dump-instr=yes."""
+    objects: dict[str, str] = {}
     functions: dict[str, str] = {}
-    executed: collections.Counter = collections.Counter()
-    where: dict[tuple[str, int], str] = {}
+    executed: dict[tuple[str, int], tuple[str, int]] = {}
     obj = function = "?"
     address = 0
     after_call = False
     for raw in open(dump, errors="replace"):
-        if raw.startswith(("ob=", "cob=")):
+        if raw.startswith(("ob=", "cob=", "fn=", "cfn=")):
             key, _, rest = raw.rstrip("\n").partition("=")
             ref, _, name = rest.partition(" ")
+            table = objects if key.endswith("ob") else functions
             if name:
-                names[ref] = name
+                table[ref] = name
             if key == "ob":
-                obj = names.get(ref, ref)
-            continue
-        if raw.startswith(("fn=", "cfn=")):
-            key, _, rest = raw.rstrip("\n").partition("=")
-            ref, _, name = rest.partition(" ")
-            if name:
-                functions[ref] = name
-            if key == "fn":
+                obj = objects.get(ref, ref)
+            elif key == "fn":
                 function = functions.get(ref, ref)
             continue
         if raw.startswith("calls="):
@@ -153,19 +119,35 @@ def locked_instructions(dump: str) -> tuple[int, collections.Counter]:
             after_call = False
             continue
         fields = raw.split()
-        executed[(obj, address)] += int(fields[2]) if len(fields) > 2 else 0
-        where[(obj, address)] = function
+        _, count = executed.get((obj, address), (function, 0))
+        executed[(obj, address)] = (function, count + (int(fields[2]) if len(fields) > 2 else 0))
+    return executed
+
+
+def code_footprint(executed: dict[tuple[str, int], tuple[str, int]]) -> dict[str, tuple[int, int]]:
+    """{object file: (distinct 64-byte lines, distinct 4 KiB pages)} of the
+    executed instructions."""
+    lines: dict[str, set[int]] = {}
+    for obj, address in executed:
+        lines.setdefault(obj, set()).add(address >> 6)
+    return {obj: (len(ls), len({line >> 6 for line in ls})) for obj, ls in lines.items()}
+
+
+def locked_instructions(executed: dict[tuple[str, int], tuple[str, int]]) -> tuple[int, collections.Counter]:
+    """(locked instructions executed, {function: how many}): instructions
+    with a lock prefix, and xchg with memory (locked without one), found in
+    each object's disassembly."""
     locked: set[tuple[str, int]] = set()
-    for path in {o for o, _ in executed if o.startswith("/")}:
+    for path in {obj for obj, _ in executed if obj.startswith("/")}:
         listing = subprocess.run(["objdump", "-d", "--no-show-raw-insn", path], capture_output=True, text=True).stdout
         for line in listing.splitlines():
             m = re.match(r"\s+([0-9a-f]+):\s+(\S+)(.*)", line)
             if m and (m.group(2) == "lock" or (m.group(2).startswith("xchg") and "(" in m.group(3))):
                 locked.add((path, int(m.group(1), 16)))
     by_function: collections.Counter = collections.Counter()
-    for site, n in executed.items():
+    for site, (function, count) in executed.items():
         if site in locked:
-            by_function[where[site]] += n
+            by_function[function] += count
     return sum(by_function.values()), by_function
 
 
@@ -233,14 +215,15 @@ def main() -> int:
         # Bc/Bcm: conditional branches and their mispredictions; Bi/Bim: indirect ones.
         print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
                                            for event in ("Bc", "Bcm", "Bi", "Bim")))
+    executed = executed_instructions(dumps[0]) if args.locked or args.footprint else {}
     if args.locked:
-        total_locked, by_function = locked_instructions(dumps[0])
+        total_locked, by_function = locked_instructions(executed)
         print(f"  locked instructions per request: {total_locked / requests:.1f}")
         for function, n in by_function.most_common(12):
             if n / requests >= 0.5:
                 print(f"    {n / requests:6.1f}  {function[:140]}")
     if args.footprint:
-        footprint = code_footprint(dumps[0])
+        footprint = code_footprint(executed)
         print(f"  code executed: {sum(l for l, _ in footprint.values())} lines of 64 B, "
               f"{sum(p for _, p in footprint.values())} pages of 4 KiB")
         for obj, (ls, pages) in sorted(footprint.items(), key=lambda kv: -kv[1][0]):

@@ -53,6 +53,25 @@ std::vector<Piece> splitByScan(const std::vector<AddedToken>& tokens, std::strin
     return out;
 }
 
+// Splits 20,000 random texts of up to `max_parts` fragments both ways and
+// fails at the first difference; returns how many tokens the texts held.
+size_t compareOnRandomTexts(const std::vector<AddedToken>& tokens, const std::vector<std::string>& fragments,
+                            std::uint32_t seed, int max_parts) {
+    const AddedTokens added(tokens);
+    std::mt19937 random(seed);
+    size_t tokens_seen = 0;
+    for (int round = 0; round < 20000; ++round) {
+        std::string text;
+        const int parts = 1 + int(random() % unsigned(max_parts));
+        for (int p = 0; p < parts; ++p) text += fragments[random() % fragments.size()];
+        const std::vector<Piece> expected = splitByScan(tokens, text);
+        EXPECT_EQ(splitByTrie(added, text), expected) << text;
+        if (::testing::Test::HasFailure()) break;
+        for (const Piece& piece : expected) tokens_seen += piece.token;
+    }
+    return tokens_seen;
+}
+
 TEST(AddedTokens, SplitIsLeftmostLongestOverChainsAndBranches) {
     // Shared prefixes, tokens that end inside another's chain, a long chain,
     // DeepSeek-style names with multi-byte bars, one-byte tokens.
@@ -72,7 +91,6 @@ TEST(AddedTokens, SplitIsLeftmostLongestOverChainsAndBranches) {
         {"<｜place▁holder▁no▁1｜>", 13},
         {"<｜place▁holder▁no▁12｜>", 14},
     };
-    const AddedTokens added(tokens);
     std::vector<std::string> fragments = {
         "<",    ">",         "|",     "｜", "▁",        "a",     "b",      "c",  "x", "y", " ",     "think", "/",
         "User", "Assistant", "begin", "of", "sentence", "place", "holder", "no", "1", "2", "defgh", "\xef",  "\xbd"};
@@ -81,16 +99,7 @@ TEST(AddedTokens, SplitIsLeftmostLongestOverChainsAndBranches) {
         fragments.push_back(t.content.substr(0, t.content.size() / 2));
         fragments.push_back(t.content.substr(0, t.content.size() - 1));
     }
-    std::mt19937 random(18);
-    size_t tokens_seen = 0;
-    for (int round = 0; round < 20000; ++round) {
-        std::string text;
-        const int parts = 1 + int(random() % 12);
-        for (int p = 0; p < parts; ++p) text += fragments[random() % fragments.size()];
-        const std::vector<Piece> expected = splitByScan(tokens, text);
-        ASSERT_EQ(splitByTrie(added, text), expected) << text;
-        for (const Piece& piece : expected) tokens_seen += piece.token;
-    }
+    const size_t tokens_seen = compareOnRandomTexts(tokens, fragments, 18, 12);
     EXPECT_GT(tokens_seen, 10000u);  // the texts do hold tokens, cut at every kind of place
 }
 
@@ -103,19 +112,9 @@ TEST(AddedTokens, BranchesOfMoreThanEightEdgesAreSearchedByBinarySearch) {
     for (int n = 0; n < 130; ++n) tokens.push_back({"<｜place▁holder▁no▁" + std::to_string(n) + "｜>", id++});
     for (char c = 'a'; c <= 'k'; ++c) tokens.push_back({std::string(1, c), id++});
     tokens.push_back({"<｜User｜>", id++});
-    const AddedTokens added(tokens);
     const std::vector<std::string> fragments = {
         "<｜place▁holder▁no▁", "｜>", "<｜", "<", "0", "1", "2", "5", "9", "12", "a", "k", "l", "z", " ", "<｜User｜>"};
-    std::mt19937 random(1018);
-    size_t tokens_seen = 0;
-    for (int round = 0; round < 20000; ++round) {
-        std::string text;
-        const int parts = 1 + int(random() % 10);
-        for (int p = 0; p < parts; ++p) text += fragments[random() % fragments.size()];
-        const std::vector<Piece> expected = splitByScan(tokens, text);
-        ASSERT_EQ(splitByTrie(added, text), expected) << text;
-        for (const Piece& piece : expected) tokens_seen += piece.token;
-    }
+    const size_t tokens_seen = compareOnRandomTexts(tokens, fragments, 1018, 10);
     EXPECT_GT(tokens_seen, 10000u);
 }
 
