@@ -7,7 +7,8 @@
 // pending stores to drain; on these machines 32 more per request cost 2.3 %
 // of a small proxied request's CPU, and these two calls made 8 per request
 // (issue 18, eighteenth round). dpgate never cancels a thread, so here the
-// system call is made directly. Under the sanitizers the libc calls stay:
+// system call is made directly (syscall() takes its arguments as longs:
+// each is passed as one). Under the sanitizers the libc calls stay:
 // they intercept them to check the buffers and to follow the descriptors.
 #pragma once
 
@@ -33,7 +34,7 @@ inline ssize_t sendUncancellable(int fd, const void* data, size_t size, int flag
 #ifdef DPGATE_LIBC_SOCKET_CALLS
     return ::send(fd, data, size, flags);
 #else
-    return ::syscall(SYS_sendto, fd, data, size, flags, nullptr, 0);
+    return ::syscall(SYS_sendto, long(fd), data, size, long(flags), nullptr, 0L);
 #endif
 }
 
@@ -43,7 +44,7 @@ inline ssize_t recvUncancellable(int fd, void* data, size_t size, int flags) {
 #ifdef DPGATE_LIBC_SOCKET_CALLS
     return ::recv(fd, data, size, flags);
 #else
-    return ::syscall(SYS_recvfrom, fd, data, size, flags, nullptr, nullptr);
+    return ::syscall(SYS_recvfrom, long(fd), data, size, long(flags), nullptr, nullptr);
 #endif
 }
 
