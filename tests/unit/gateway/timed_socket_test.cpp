@@ -18,6 +18,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <utility>
 
 using namespace dpgate::gateway;
@@ -305,5 +306,51 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
         l.runSweeping(done);
         ASSERT_TRUE(done);
         EXPECT_EQ(result, beast::error::timeout);
+    }
+}
+
+// Backend answers are read without the drain-aware flag (drain_aware_read.hpp):
+// as Asio reads, an end of stream that came with the last bytes is seen at
+// once, whether the handler is a callback (run through Asio's handler_work)
+// or a coroutine (run directly, on the socket's io_context).
+TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
+    {
+        Loopback l;
+        net::write(l.server, net::buffer("answer", 6));
+        l.server.shutdown(tcp::socket::shutdown_send);
+        std::this_thread::sleep_for(50ms);  // the end has arrived,
+        pollWithWork(l);                    // and its readiness event is consumed here
+        auto [ec1, got] = readOnce(l, 4096);
+        EXPECT_FALSE(ec1);
+        EXPECT_EQ(got, "answer");
+        auto [ec2, rest] = readOnce(l, 4096);  // no deadline set: a wait would fail readOnce
+        EXPECT_EQ(ec2, net::error::eof);
+        EXPECT_TRUE(rest.empty());
+    }
+    {
+        Loopback l;
+        net::write(l.server, net::buffer("answer", 6));
+        l.server.shutdown(tcp::socket::shutdown_send);
+        std::this_thread::sleep_for(50ms);
+        pollWithWork(l);
+        std::string got;
+        error_code end;
+        bool done = false;
+        net::co_spawn(
+            l.io,
+            [&]() -> awaitable<void> {
+                std::string buffer(4096, '\0');
+                auto [ec, n] = co_await l.client->async_read_some(net::buffer(buffer), use_nothrow);
+                EXPECT_FALSE(ec);
+                got.assign(buffer, 0, n);
+                std::tie(end, n) = co_await l.client->async_read_some(net::buffer(buffer), use_nothrow);
+                done = true;
+            },
+            net::detached);
+        l.io.restart();
+        l.io.run_for(2s);
+        ASSERT_TRUE(done) << "the coroutine's reads never completed";
+        EXPECT_EQ(got, "answer");
+        EXPECT_EQ(end, net::error::eof);
     }
 }
