@@ -93,13 +93,16 @@ public:
     static void doComplete(void* owner, ad::operation* base, const error_code&, std::size_t) {
         auto* o = static_cast<RecvOp*>(base);
         ptr p = {ad::addressof(o->handler_), o, o};
-        if constexpr (kOnIoContext) {
-            // The handler is moved out before the operation's memory is
-            // freed: the memory may belong to the handler's allocator.
-            ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
-            p.h = ad::addressof(handler.handler_);
-            p.reset();
-            if (owner) {
+        // The handler (and its work, if any) is moved out before the
+        // operation's memory is freed: the memory may belong to the
+        // handler's allocator.
+        auto work = std::move(o->work_);
+        ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
+        p.h = ad::addressof(handler.handler_);
+        p.reset();
+        if (owner) {
+            ad::fenced_block b(ad::fenced_block::half);
+            if constexpr (kOnIoContext) {
                 // Here, on the thread running the socket's io_context, which
                 // is the handler's own executor: where Asio's handler_work
                 // would run it, without its count of outstanding work. The
@@ -107,17 +110,9 @@ public:
                 // scheduler its completion while queued; the count was two
                 // locked instructions at the start and two at the end
                 // (issue 18, eighteenth round).
-                ad::fenced_block b(ad::fenced_block::half);
                 handler();
-            }
-        } else {
-            ad::handler_work<Handler, IoExecutor> w(std::move(o->work_));
-            ad::binder2<Handler, error_code, std::size_t> handler(o->handler_, o->ec_, o->bytes_transferred_);
-            p.h = ad::addressof(handler.handler_);
-            p.reset();
-            if (owner) {
-                ad::fenced_block b(ad::fenced_block::half);
-                w.complete(handler, handler.handler_);
+            } else {
+                work.complete(handler, handler.handler_);
             }
         }
     }
