@@ -10,19 +10,20 @@
 // Per gateway process (not shared between replicas). It also names the slot
 // a key last went to, where the chooser keeps it; that differs from the
 // key's first choice only after a bound was crossed, so replicas still agree
-// on every key while nothing is overloaded. Thread-safe (striped locks): the gateway's workers share one.
+// on every key while nothing is overloaded. Thread-safe (striped spin locks):
+// the gateway's workers share one.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <mutex>
 #include <optional>
 #include <span>
 #include <vector>
 
 #include "routing/hash64.hpp"
 #include "routing/slot_chooser.hpp"
+#include "routing/spin_lock.hpp"
 
 namespace dpgate::routing {
 
@@ -72,11 +73,11 @@ private:
     // lookups for different conversations do not queue on one lock.
     static constexpr size_t kStripes = 64;
     size_t setOf(uint64_t key) const { return size_t(mix64(key) & set_mask_); }
-    std::mutex& stripeOf(uint64_t key) const { return stripes_[setOf(key) % kStripes].mutex; }
+    SpinLock& stripeOf(uint64_t key) const { return stripes_[setOf(key) % kStripes].lock; }
     // A cache line each: neighbouring stripes taken by different workers do
     // not bounce one line between them.
     struct alignas(64) Stripe {
-        std::mutex mutex;
+        SpinLock lock;
     };
     mutable std::array<Stripe, kStripes> stripes_;
     std::vector<Entry> entries_;  // set s is entries_[s * kSetKeys, (s + 1) * kSetKeys)

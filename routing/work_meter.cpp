@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <mutex>
 
 namespace dpgate::routing {
 
@@ -28,7 +29,7 @@ void WorkMeter::forEachUsed(double now_s, F&& f) const {
     for (size_t i = 0; i < shard_count_; ++i) {
         Shard& shard = shards_[i];
         if (!shard.used.load(std::memory_order_acquire)) continue;
-        std::lock_guard lock(shard.mutex);
+        std::lock_guard hold(shard.lock);
         decayLocked(shard, now_s);
         f(shard);
     }
@@ -37,7 +38,7 @@ void WorkMeter::forEachUsed(double now_s, F&& f) const {
 void WorkMeter::add(size_t slot, double tokens, double now_s, size_t shard_index) {
     if (slot >= slots_) return;
     Shard& shard = shards_[shard_index % shard_count_];
-    std::lock_guard lock(shard.mutex);
+    std::lock_guard hold(shard.lock);
     decayLocked(shard, now_s);
     shard.work[slot] = std::max(0.0, shard.work[slot] + tokens);
     if (!shard.used.load(std::memory_order_relaxed)) shard.used.store(true, std::memory_order_release);

@@ -17,9 +17,10 @@
 #include <chrono>
 #include <cstddef>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <vector>
+
+#include "routing/spin_lock.hpp"
 
 namespace dpgate::routing {
 
@@ -41,7 +42,7 @@ public:
 
 private:
     struct alignas(64) Shard {
-        std::mutex mutex;
+        SpinLock lock;
         std::vector<double> work;
         double at_s = 0;                // the time `work` is decayed to
         std::atomic<bool> used{false};  // a read skips shards nothing was added to
