@@ -388,7 +388,7 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     // Except two that hold nothing (admin_page.hpp says why): the status
     // page's shell and /health for a liveness probe.
     if (std::optional<http::response<http::string_body>> open = answerWithoutToken(request)) co_return std::move(*open);
-    std::shared_ptr<const auth::KeyStore> keys = server_.keys();
+    const LocalRef<const auth::KeyStore> keys = server_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
         ApiError error =
             ApiError::unauthorized(keys->hasAdminToken() ? "the admin API needs 'Authorization: Bearer <admin token>'."

@@ -85,8 +85,9 @@ public:
     bool routable(size_t index) const;
     bool anyRoutable() const { return routable_mask_.load(std::memory_order_acquire) != 0; }
 
-    // Null or empty when nothing is routable.
-    std::shared_ptr<const RoutingTable> routingTable() const { return table_.load(); }
+    // Null or empty when nothing is routable. For the calling thread only
+    // (LocalRef): a request's plan holds it.
+    LocalRef<const RoutingTable> routingTable() const { return table_.local(); }
 
     // Where (backend b, rank i) sits in the per-rank counters the Router
     // keeps (router.hpp) and in RoutingTable::load_index.

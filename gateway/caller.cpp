@@ -14,7 +14,7 @@ Authentication authenticate(const auth::KeyStore& keys, std::string_view authori
     return out;
 }
 
-KeyLeaseResult leaseKey(std::shared_ptr<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
+KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
                         std::chrono::steady_clock::time_point now) {
     KeyLeaseResult out;
     if (!key) return out;

@@ -28,7 +28,7 @@ struct KeyLeaseResult {
     uint32_t retry_after_seconds = 0;
 };
 
-KeyLeaseResult leaseKey(std::shared_ptr<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
+KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
                         std::chrono::steady_clock::time_point now);
 
 }  // namespace dpgate::gateway

@@ -6,13 +6,14 @@
 // count all worker threads share, so two workers bounce its cache line on
 // every request (docs/BENCHMARKS.md, issue 18).
 //
-// Here each thread keeps its own reference to the value it last saw, and
-// load() answers from it while nothing new was stored: one atomic load of
-// the generation, no lock. What load() returns shares ownership with that
-// per-thread reference (aliasing constructor), so its copies only touch a
-// count the thread owns. A store takes a mutex, swaps the value and gives it
-// a generation no store in the process ever had, so a thread's entry can
-// never match another Published that reuses a destroyed one's address.
+// Here each thread keeps its own hold on the value it last saw, and a load
+// answers from it while nothing new was stored: one atomic load of the
+// generation, no lock. local() returns a LocalRef counted in that hold, a
+// plain integer of the thread's (no locked instruction); load() returns a
+// std::shared_ptr, for a reader that passes the value to other threads. A
+// store takes a mutex, swaps the value and gives it a generation no store in
+// the process ever had, so a thread's entry can never match another
+// Published that reuses a destroyed one's address.
 //
 // A thread holds the value it last loaded until it loads again or exits
 // (kThreadEntries entries per thread, the oldest replaced first): a replaced
@@ -27,6 +28,8 @@
 #include <mutex>
 #include <utility>
 
+#include "gateway/local_ref.hpp"
+
 namespace dpgate::gateway {
 
 namespace published_detail {
@@ -35,11 +38,18 @@ namespace published_detail {
 uint64_t nextGeneration();
 
 struct ThreadEntry {
+    ThreadEntry() = default;
+    ThreadEntry(const ThreadEntry&) = delete;
+    ThreadEntry& operator=(const ThreadEntry&) = delete;
+    ~ThreadEntry() { replaceHold(nullptr); }
+    void replaceHold(Hold* fresh) noexcept {
+        if (hold) release(hold);
+        hold = fresh;
+    }
+
     const void* owner = nullptr;
     uint64_t generation = 0;
-    // This thread's reference to the owner's value: a std::shared_ptr<T>
-    // held by a control block of the thread's own.
-    std::shared_ptr<void> holder;
+    Hold* hold = nullptr;  // this thread's hold on the owner's value
 };
 
 inline constexpr size_t kThreadEntries = 8;
@@ -61,7 +71,7 @@ public:
     Published(const Published&) = delete;
     Published& operator=(const Published&) = delete;
 
-    // Readers see `value` from their next load() on.
+    // Readers see `value` from their next load() or local() on.
     void store(std::shared_ptr<T> value) {
         std::shared_ptr<T> old;
         {
@@ -71,8 +81,26 @@ public:
         }
     }
 
-    // The value in force (null if null was stored).
+    // The value in force (null if null was stored), for this thread only.
+    LocalRef<T> local() const {
+        published_detail::ThreadEntry& entry = current();
+        return LocalRef<T>(entry.hold, valueOf(*entry.hold));
+    }
+
+    // The value in force, to share with other threads: its copies count in
+    // the value's own shared count.
     std::shared_ptr<T> load() const {
+        const published_detail::Hold& hold = *current().hold;
+        return std::shared_ptr<T>(hold.value, valueOf(hold));
+    }
+
+private:
+    static T* valueOf(const published_detail::Hold& hold) {
+        return static_cast<T*>(const_cast<void*>(hold.value.get()));  // stored as a T: the cast restores it
+    }
+
+    // This thread's entry for this owner, holding the value in force.
+    published_detail::ThreadEntry& current() const {
         published_detail::ThreadEntries& mine = published_detail::threadEntries();
         const uint64_t generation = generation_.load(std::memory_order_acquire);
         published_detail::ThreadEntry* slot = nullptr;
@@ -83,12 +111,12 @@ public:
             mine.next = (mine.next + 1) % mine.entries.size();
             slot->owner = this;
             slot->generation = 0;  // no store has generation 0
+            slot->replaceHold(nullptr);
         }
         if (slot->generation != generation) refresh(*slot);
-        return std::shared_ptr<T>(slot->holder, static_cast<std::shared_ptr<T>*>(slot->holder.get())->get());
+        return *slot;
     }
 
-private:
     // The value in force and its generation, read together, into `slot`.
     void refresh(published_detail::ThreadEntry& slot) const {
         std::shared_ptr<T> value;
@@ -98,8 +126,8 @@ private:
             value = value_;
             generation = generation_.load(std::memory_order_relaxed);
         }
-        slot.holder = std::make_shared<std::shared_ptr<T>>(std::move(value));
-        slot.generation = generation;  // after the holder: a failed allocation leaves the slot stale, not wrong
+        slot.replaceHold(new published_detail::Hold(std::move(value)));
+        slot.generation = generation;  // after the hold: a failed allocation leaves the slot stale, not wrong
     }
 
     mutable std::mutex mutex_;

@@ -69,7 +69,7 @@ void Router::applyReload(const conf::RoutingConfig& routing) {
     work_meter_.setWindow(double(routing.work_window_ms) / 1000.0);
 }
 
-RoutePlan Router::planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry) {
+RoutePlan Router::planOn(LocalRef<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry) {
     RoutePlan plan;
     plan.key = key;
     plan.prompt_tokens = prompt_tokens;

@@ -31,7 +31,7 @@ class Router;
 
 // One request's view of the routing table: its slots, best first.
 struct RoutePlan {
-    std::shared_ptr<const RoutingTable> table;  // null or empty: nothing is routable
+    LocalRef<const RoutingTable> table;  // null or empty: nothing is routable
     // Indexes into table->chooser.slots(). A first plan holds only the chosen
     // slot (a retry replans); a replan, every slot but the one that failed.
     boost::container::small_vector<size_t, 1> preference;
@@ -115,7 +115,7 @@ private:
     friend class SlotLease;
     // `retry`: the plan after a failure, which ignores the key's last slot and
     // orders every slot (the first plan needs only the chosen one).
-    RoutePlan planOn(std::shared_ptr<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry);
+    RoutePlan planOn(LocalRef<const RoutingTable> table, uint64_t key, double prompt_tokens, bool retry);
 
     BackendRegistry& backends_;
     // Queued prefill per rank. A cache line each: requests of different

@@ -57,9 +57,10 @@ public:
     BackendRegistry& backends() { return backends_; }
     // Where requests go and what they cost there (router.hpp).
     Router& router() { return router_; }
-    std::shared_ptr<const auth::KeyStore> keys() const { return keys_.load(); }
+    // For the calling thread only (LocalRef), like keyLimiter().
+    LocalRef<const auth::KeyStore> keys() const { return keys_.local(); }
     // A request releases on the limiter it acquired from, even across a reload.
-    std::shared_ptr<auth::KeyLimiter> keyLimiter() const { return key_limiter_.load(); }
+    LocalRef<auth::KeyLimiter> keyLimiter() const { return key_limiter_.local(); }
     metrics::GatewayMetrics& metrics() { return metrics_; }
     // dpgate's prompt counts against the backends' usage (count_check.hpp).
     CountCheck& countCheck() { return count_check_; }

@@ -6,6 +6,7 @@
 #pragma once
 
 #include "gateway/auth/key_limiter.hpp"
+#include "gateway/local_ref.hpp"
 
 #include <memory>
 #include <utility>
@@ -16,7 +17,7 @@ class KeyLease {
 public:
     KeyLease() = default;
     // `key` belongs to `limiter` (KeyLimiter::find) and holds one slot.
-    KeyLease(std::shared_ptr<KeyLimiter> limiter, KeyLimiter::Key* key) : limiter_(std::move(limiter)), key_(key) {}
+    KeyLease(gateway::LocalRef<KeyLimiter> limiter, KeyLimiter::Key* key) : limiter_(std::move(limiter)), key_(key) {}
     KeyLease(KeyLease&& other) noexcept = default;
     KeyLease& operator=(KeyLease&& other) noexcept {
         if (this != &other) {
@@ -34,8 +35,9 @@ public:
     }
 
 private:
-    // The limiter the slot came from, even when a reload has replaced it since.
-    std::shared_ptr<KeyLimiter> limiter_;
+    // The limiter the slot came from, even when a reload has replaced it
+    // since. A lease is taken and given back on one worker thread.
+    gateway::LocalRef<KeyLimiter> limiter_;
     KeyLimiter::Key* key_ = nullptr;
 };
 

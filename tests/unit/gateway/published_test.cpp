@@ -44,6 +44,59 @@ TEST(Published, ALoadedValueOutlivesTheStoreThatReplacesIt) {
     EXPECT_TRUE(watch.expired());  // freed once the last reader let go (this thread reloaded)
 }
 
+TEST(Published, ALocalReferenceOutlivesTheStoreThatReplacesItAndItsThreadsNextLoad) {
+    Published<std::string> value(std::make_shared<std::string>("old"));
+    std::weak_ptr<std::string> watch = value.load();
+    LocalRef<std::string> held = value.local();
+    LocalRef<std::string> copy = held;  // counted on this thread
+    value.store(std::make_shared<std::string>("new"));
+    EXPECT_EQ(*value.local(), "new");  // the thread's entry moved on to the new value
+    EXPECT_EQ(*held, "old");
+    EXPECT_EQ(copy.get(), held.get());
+    held.reset();
+    EXPECT_FALSE(held);
+    EXPECT_FALSE(watch.expired()) << "a copy still holds it";
+    LocalRef<std::string> moved = std::move(copy);
+    EXPECT_FALSE(copy);  // NOLINT(bugprone-use-after-move): a moved-from reference is empty
+    EXPECT_EQ(*moved, "old");
+    moved = value.local();  // assignment drops the last reference to the old value
+    EXPECT_TRUE(watch.expired());
+    EXPECT_EQ(*moved, "new");
+}
+
+TEST(Published, LocalAndSharedReadsSeeTheSameValue) {
+    Published<const std::string> value(std::make_shared<const std::string>("one"));
+    EXPECT_EQ(value.local().get(), value.load().get());
+    value.store(nullptr);
+    EXPECT_FALSE(value.local());
+    EXPECT_FALSE(value.load());
+}
+
+TEST(Published, AThreadsHoldIsFreedWhenTheThreadExits) {
+    Published<std::string> value(std::make_shared<std::string>("first"));
+    std::weak_ptr<std::string> watch = value.load();
+    std::thread([&] {
+        LocalRef<std::string> mine = value.local();
+        EXPECT_EQ(*mine, "first");
+    }).join();
+    value.store(std::make_shared<std::string>("second"));
+    EXPECT_EQ(*value.load(), "second");
+    EXPECT_TRUE(watch.expired()) << "the exited thread's entry let go of it";
+}
+
+#ifndef NDEBUG
+TEST(PublishedDeathTest, ALocalReferenceCopiedOnAnotherThreadIsCaught) {
+    GTEST_FLAG_SET(death_test_style, "threadsafe");
+    Published<const int> value(std::make_shared<const int>(1));
+    EXPECT_DEATH(
+        {
+            LocalRef<const int> ref = value.local();
+            std::thread([&] { LocalRef<const int> copy = ref; }).join();
+        },
+        "this_thread");
+}
+#endif
+
 TEST(Published, ManyOwnersOnOneThreadEachKeepTheirOwnValue) {
     // More owners than a thread has entries: they evict each other and
     // still answer right.
@@ -51,7 +104,10 @@ TEST(Published, ManyOwnersOnOneThreadEachKeepTheirOwnValue) {
     for (int i = 0; i < 20; ++i)
         owners.push_back(std::make_unique<Published<const int>>(std::make_shared<const int>(i)));
     for (int round = 0; round < 3; ++round)
-        for (int i = 0; i < 20; ++i) EXPECT_EQ(*owners[size_t(i)]->load(), i);
+        for (int i = 0; i < 20; ++i) {
+            EXPECT_EQ(*owners[size_t(i)]->load(), i);
+            EXPECT_EQ(*owners[size_t(i)]->local(), i);
+        }
 }
 
 TEST(Published, AnOwnerAtAReusedAddressIsNeverServedTheOldValue) {
@@ -75,7 +131,7 @@ TEST(Published, ReadersRacingStoresAlwaysSeeAWholeValueAndThenTheLast) {
     for (int t = 0; t < kReaders; ++t) {
         readers.emplace_back([&, t] {
             while (!stop.load()) {
-                std::shared_ptr<const std::vector<int>> v = value.load();
+                LocalRef<const std::vector<int>> v = value.local();
                 const int first = v->front();
                 for (int x : *v)
                     if (x != first) ++torn;
