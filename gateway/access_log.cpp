@@ -113,7 +113,7 @@ void appendUtcStamp(std::string& out, std::chrono::system_clock::time_point time
 
 }  // namespace
 
-std::string formatAccessLine(const AccessRecord& r, std::chrono::steady_clock::time_point now) {
+std::string formatAccessLine(const AccessRecord& r, CycleClock::time_point now) {
     std::string out;
     appendAccessLine(out, r, now);
     return out;
@@ -139,7 +139,7 @@ void AccessRecord::reset() {
     for (std::string AccessRecord::*text : kTexts) (this->*text).clear();
 }
 
-void appendAccessLine(std::string& out, const AccessRecord& r, std::chrono::steady_clock::time_point now) {
+void appendAccessLine(std::string& out, const AccessRecord& r, CycleClock::time_point now) {
     out.reserve(out.size() + 384);
     const auto began = r.time != std::chrono::system_clock::time_point{}
                            ? r.time

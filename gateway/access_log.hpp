@@ -9,6 +9,7 @@
 // request and lines from threads never interleave.
 #pragma once
 
+#include "gateway/cycle_clock.hpp"
 #include "gateway/stream_usage.hpp"
 
 #include <chrono>
@@ -23,7 +24,7 @@ namespace dpgate::gateway {
 // What a request's access line says besides its texts: plain values, so
 // that a record is reset by one assignment (AccessRecord::reset).
 struct AccessFacts {
-    std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+    CycleClock::time_point started = CycleClock::now();
     // When the request began, on the wall clock. Unset, the access line
     // derives it from `started` (no wall-clock read per request unless logged).
     std::chrono::system_clock::time_point time{};
@@ -66,9 +67,9 @@ struct AccessRecord : AccessFacts {
 
 // The record as one JSON object and a newline, appended to `out` (the
 // worker's batch of lines). Pure.
-void appendAccessLine(std::string& out, const AccessRecord& record, std::chrono::steady_clock::time_point now);
+void appendAccessLine(std::string& out, const AccessRecord& record, CycleClock::time_point now);
 // The same line on its own, for tests.
-std::string formatAccessLine(const AccessRecord& record, std::chrono::steady_clock::time_point now);
+std::string formatAccessLine(const AccessRecord& record, CycleClock::time_point now);
 
 // Where the lines go. Opened at start and on reload (so a rotated file is
 // reopened); shared by the workers.

@@ -1,5 +1,6 @@
 #include "gateway/accounting.hpp"
 
+#include "gateway/cycle_clock.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
@@ -29,8 +30,7 @@ RequestOutcome::~RequestOutcome() {
     metrics::GatewayMetrics& m = *c_.metrics;
     const AccessRecord& r = c_.record;
     c_.worker.requestCounter(r.path, r.status).inc();
-    m.request_duration_seconds.observe(
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - r.started).count());
+    m.request_duration_seconds.observe(std::chrono::duration<double>(CycleClock::now() - r.started).count());
     if (r.ttfb_seconds >= 0) m.time_to_first_byte_seconds.observe(r.ttfb_seconds);
     if (r.retries > 0) m.upstream_retries.inc(r.retries);
     if (r.stream_abort) m.stream_aborts.with({r.stream_abort}).inc();

@@ -1,5 +1,6 @@
 #include "gateway/admit_request.hpp"
 
+#include "gateway/cycle_clock.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
 
@@ -18,12 +19,11 @@ admission::Endpoint endpointOf(std::string_view target) {
 // without a code of its own is counted and answered as
 // invalid_request_error; the time and refusals go to the metrics, what was
 // admitted to the access record.
-void recordVerdict(RequestContext& c, admission::Verdict& verdict, std::chrono::steady_clock::time_point start) {
+void recordVerdict(RequestContext& c, admission::Verdict& verdict, CycleClock::time_point start) {
     auto* refused = std::get_if<admission::Refused>(&verdict);
     if (refused && refused->code.empty()) refused->code = "invalid_request_error";
     if (c.metrics) {
-        c.metrics->admission_seconds.observe(
-            std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count());
+        c.metrics->admission_seconds.observe(std::chrono::duration<double>(CycleClock::now() - start).count());
         if (refused) c.metrics->admission_rejections.with({refused->code}).inc();
     }
     if (auto* admitted = std::get_if<admission::Admitted>(&verdict)) {
@@ -35,7 +35,7 @@ void recordVerdict(RequestContext& c, admission::Verdict& verdict, std::chrono::
 }  // namespace
 
 admission::Verdict admitRequest(RequestContext& c) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = CycleClock::now();
     admission::Verdict verdict =
         c.worker.admitter().admit(c.request.body(), c.request.body().capacity(), endpointOf(c.request.target()),
                                   c.worker.admissionLimits(c.config, c.server.backends().publicWindow()));
@@ -49,7 +49,7 @@ bool admitsOffThread(const RequestContext& c) {
 }
 
 awaitable<void> admitOffThread(RequestContext& c, admission::Verdict& verdict) {
-    const auto start = std::chrono::steady_clock::now();
+    const auto start = CycleClock::now();
     // Copied here: the worker rebuilds its limits when a reload swaps the
     // config, and the admission thread must not read them meanwhile. The
     // body is left alone by the worker until this resumes.

@@ -15,7 +15,7 @@ Authentication authenticate(const auth::KeyStore& keys, std::string_view authori
 }
 
 KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
-                        std::chrono::steady_clock::time_point now) {
+                        CycleClock::time_point now) {
     KeyLeaseResult out;
     if (!key) return out;
     const uint64_t now_ms =

@@ -6,6 +6,7 @@
 #include "gateway/api_error.hpp"
 #include "gateway/auth/key_lease.hpp"
 #include "gateway/auth/key_store.hpp"
+#include "gateway/cycle_clock.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -29,6 +30,6 @@ struct KeyLeaseResult {
 };
 
 KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
-                        std::chrono::steady_clock::time_point now);
+                        CycleClock::time_point now);
 
 }  // namespace dpgate::gateway

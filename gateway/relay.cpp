@@ -1,6 +1,7 @@
 #include "gateway/relay.hpp"
 
 #include "gateway/client_session.hpp"
+#include "gateway/cycle_clock.hpp"
 #include "gateway/forwarded_headers.hpp"
 #include "gateway/head_writer.hpp"
 #include "gateway/in_flight.hpp"
@@ -263,8 +264,7 @@ awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
 
 void Relay::firstByteSent() {
     if (c_.record.ttfb_seconds >= 0) return;
-    c_.record.ttfb_seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - c_.record.started).count();
+    c_.record.ttfb_seconds = std::chrono::duration<double>(CycleClock::now() - c_.record.started).count();
 }
 
 void Relay::startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,

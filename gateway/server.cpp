@@ -3,6 +3,7 @@
 #include "admission/request_scan.hpp"
 
 #include "gateway/admin_listener.hpp"
+#include "gateway/cycle_clock.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
 #include "gateway/tls_context.hpp"
@@ -74,6 +75,9 @@ Server::Server(conf::Config config, ServeOptions options)
                                     (drained.empty() ? "" : ", drained:" + drained));
     }
     refreshAcceptance();
+    // The request clock measures its scale here (10 ms), not in the first request.
+    logLine(LogLevel::debug, CycleClock::scale().mult != 0 ? "request timings: the time-stamp counter"
+                                                           : "request timings: steady_clock");
     idle_upstream_ = std::make_unique<metrics::ShardedCount<int64_t>[]>(config_.backends.size());
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }

@@ -1,6 +1,7 @@
 #include "gateway/worker.hpp"
 
 #include "gateway/client_session.hpp"
+#include "gateway/cycle_clock.hpp"
 #include "gateway/log.hpp"
 #include "gateway/metrics/sharded_count.hpp"
 #include "gateway/server.hpp"
@@ -186,7 +187,7 @@ metrics::Counter& Worker::requestCounter(std::string_view path, unsigned status)
 
 void Worker::logAccess(const AccessRecord& record) {
     if (server_.config().log.access == "off") return;
-    appendAccessLine(access_lines_, record, std::chrono::steady_clock::now());
+    appendAccessLine(access_lines_, record, CycleClock::now());
     constexpr size_t kFlushBytes = 16 * 1024;
     if (access_lines_.size() >= kFlushBytes) {
         flushAccessLog();
