@@ -168,6 +168,21 @@ struct ServiceStart : boost::asio::detail::reactive_socket_service_base {
     static constexpr auto startOp = &ServiceStart::start_op;
 };
 
+// The reactor's per-socket record of whether the next read may try recv()
+// at once (epoll_reactor::descriptor_state::try_speculative_, private: the
+// reactor alone sets it, true on every epoll event, false after a read that
+// drained the socket). An explicit instantiation may name a private member
+// ([temp.spec.general]/6); the friend it defines hands the member pointer
+// out.
+using DescriptorState = boost::asio::detail::epoll_reactor::descriptor_state;
+using TrySpeculative = bool (DescriptorState::*)[boost::asio::detail::epoll_reactor::max_ops];
+TrySpeculative trySpeculative();
+template <TrySpeculative Member>
+struct ExposeTrySpeculative {
+    friend TrySpeculative trySpeculative() { return Member; }
+};
+template struct ExposeTrySpeculative<&DescriptorState::try_speculative_>;
+
 }  // namespace drain_aware_detail
 
 // Starts a read of `buffer` on `socket`; `handler(error_code, size_t)` runs
@@ -194,6 +209,20 @@ void startRead(tcp::socket& socket, net::mutable_buffer buffer, bool drain_aware
     (service.*drain_aware_detail::ServiceStart::startOp)(impl, ad::reactor::read_op, p.p, is_continuation,
                                                          /*is_non_blocking=*/true, /*noop=*/buffer.size() == 0);
     p.v = p.p = nullptr;
+}
+
+// The next read on `socket` waits for the socket's next epoll event
+// instead of trying recv() first, as after a read that drained it; any epoll
+// event for the socket undoes it. Sound only where whatever is to be read
+// can come only after now, and raises an event when it does
+// (TimedSocket::waitBeforeNextRead), and on the thread that runs the
+// socket's io_context, which locks nothing for the reactor's per-socket
+// record (BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO) or else owns it.
+inline void skipNextReadTry(tcp::socket& socket) {
+    auto& impl = drain_aware_detail::SocketImpl::of(socket).get_implementation();
+    if (impl.reactor_data_ != nullptr)
+        (impl.reactor_data_->*drain_aware_detail::trySpeculative())[boost::asio::detail::epoll_reactor::read_op] =
+            false;
 }
 
 }  // namespace dpgate::gateway

@@ -148,6 +148,8 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         if (WriteNow now(&connection.stream.socket(), upstream_buffers_); !now.done()) {
             connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
             rec = co_await writeRest(connection.stream, now);
+        } else {
+            connection.stream.waitBeforeNextRead();  // written whole, here and now
         }
         if (!rec) connection.stream.expires_after(ms(limits.upstream_first_byte_timeout_ms));
         while (!rec && !parser.is_header_done()) {

@@ -85,6 +85,17 @@ public:
     // then seen at the next deadline, not at once (see there).
     void readDrainAware() { drain_aware_ = true; }
 
+    // The next read waits for the socket's next epoll event before it tries
+    // a recv() (skipNextReadTry, drain_aware_read.hpp). For the first read
+    // of an answer, right after its request was written whole with no turn
+    // of the event loop since: nothing of the answer can be there yet, and
+    // whatever the peer does in reply (the answer; the reset of a
+    // connection it had closed while it sat idle) raises a new event. Asio
+    // would try the recv() first, and it fails: one failed system call per
+    // proxied request, which HAProxy and nginx do not make (issue 18,
+    // nineteenth round).
+    void waitBeforeNextRead() { skipNextReadTry(socket_); }
+
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
         return net::async_initiate<Token, void(error_code, std::size_t)>(

@@ -446,3 +446,25 @@ def test_client_aborts_mid_stream_leave_no_descriptors(on_pair):
         assert time.monotonic() < deadline, f"the backend still generates for gone clients: {stats['in_flight']}"
         time.sleep(0.05)
     assert wait_metric(s.gw, "dpgate_stream_aborts_total", aborts + 20, side="client") == aborts + 20
+
+
+def test_a_pooled_connection_the_backend_closed_while_idle_is_sent_again_at_once():
+    """A backend closes keep-alive connections that sat idle (vLLM's server
+    after 5 s; dpgate retires its own at 4 s, but one closed sooner stays in
+    the pool). The refuse fault closes every idle one at once. The next
+    request's first read waits for an event without trying recv() first
+    (TimedSocket::waitBeforeNextRead): the reset the closed connection sends
+    back must wake it, and the request goes out again on a fresh connection,
+    long before the first-byte deadline."""
+    with Sim() as sim, Gateway(_config([("primary", sim, "primary")])) as gw:
+        status, _, body = gw.request("POST", CHAT, chat_body("first turn", max_tokens=1))
+        assert status == 200, body
+        for _ in range(3):
+            sim.set_fault("refuse")  # closes the connection dpgate pooled
+            sim.set_fault("none")
+            time.sleep(0.5)  # the close arrives; dpgate's event loop takes in its event
+            start = time.monotonic()
+            status, _, body = gw.request("POST", CHAT, chat_body("next turn", max_tokens=1))
+            took = time.monotonic() - start
+            assert status == 200, body
+            assert took < FIRST_BYTE_TIMEOUT_MS / 1000 / 2, f"the resend waited {took:.2f} s"

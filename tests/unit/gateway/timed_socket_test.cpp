@@ -354,3 +354,74 @@ TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
         EXPECT_EQ(end, net::error::eof);
     }
 }
+
+// The first read of a backend's answer waits for epoll before it tries a
+// recv() (TimedSocket::waitBeforeNextRead): its request was just written
+// whole, so anything the peer does in reply raises a new event.
+TEST(TimedSocket, AReadThatWaitsFirstGetsTheAnswerToWhatWasJustWritten) {
+    Loopback l;
+    net::write(l.client->socket(), net::buffer("request", 7));
+    std::string request(7, '\0');
+    net::read(l.server, net::buffer(request));
+    EXPECT_EQ(request, "request");
+    net::write(l.server, net::buffer("answer", 6));
+    std::this_thread::sleep_for(20ms);  // the answer is there before the read starts
+    l.client->waitBeforeNextRead();
+    auto [ec, got] = readOnce(l, 4096);
+    EXPECT_FALSE(ec);
+    EXPECT_EQ(got, "answer");
+}
+
+// A pooled connection the backend closed while it sat idle: the close came
+// and the event loop took in its event before the request was written. The
+// request draws a reset, a new event, and the read sees it at once.
+TEST(TimedSocket, AReadThatWaitsFirstSeesTheResetOfAConnectionClosedWhileIdle) {
+    Loopback l;
+    l.server.close();
+    std::this_thread::sleep_for(50ms);
+    pollWithWork(l);
+    net::write(l.client->socket(), net::buffer("request", 7));
+    l.client->waitBeforeNextRead();
+    auto [ec, got] = readOnce(l, 4096);
+    EXPECT_TRUE(ec == net::error::connection_reset || ec == net::error::eof) << ec.message();
+    EXPECT_TRUE(got.empty());
+}
+
+// It waits for the next event even when bytes are there already, if the
+// event loop took in their event before: so it is only for the first read
+// after a write, with no turn of the loop between. And only for one read:
+// the next tries at once again.
+TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
+    Loopback l;
+    net::write(l.server, net::buffer("early", 5));
+    std::this_thread::sleep_for(20ms);
+    pollWithWork(l);
+    bool done = false;
+    error_code result;
+    std::string got(4096, '\0');
+    size_t n = 0;
+    l.client->waitBeforeNextRead();
+    l.client->expires_after(100ms);
+    l.client->async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
+        result = ec;
+        n = bytes;
+        done = true;
+    });
+    l.io.restart();
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(result, beast::error::timeout) << "the read tried a recv() first";
+    EXPECT_EQ(n, 0u);
+
+    Loopback again;
+    net::write(again.server, net::buffer("first", 5));
+    again.client->waitBeforeNextRead();
+    auto [ec1, first] = readOnce(again, 4096);
+    EXPECT_EQ(first, "first");
+    net::write(again.server, net::buffer("second", 6));
+    std::this_thread::sleep_for(20ms);
+    pollWithWork(again);
+    auto [ec2, second] = readOnce(again, 4096);  // would wait for an event that never comes
+    EXPECT_FALSE(ec1 || ec2);
+    EXPECT_EQ(second, "second");
+}
