@@ -161,7 +161,7 @@ def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None
         value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
         return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
-    return {"rps": rps, "p50_ms": pct("50"), "p99_ms": pct("99"), "cpu_per_1k": cpu_per_1k}
+    return {"rps": rps, "p50_ms": pct("50"), "p99_ms": pct("99"), "cpu_per_1k": cpu_per_1k, "requests": requests}
 
 
 def bench_config(sim: Sim, workers: int, access_log: Path | None = None) -> dict:

@@ -7,7 +7,7 @@ kernel (docs/BENCHMARKS.md, issue 18, nineteenth round).
 
 Starts one dpgate-sim and the proxies in front of it as bench_proxy.py does
 (DPGATE_BIN_DIR's dpgate, two threads or workers each), loads each proxy on
-its own with wrk, and counts with perf's system-call tracepoints, attached
+its own with wrk (bench_proxy.wrk), and counts with perf's system-call tracepoints, attached
 to the proxy's processes for the run: recvfrom, recvfrom that failed with
 EAGAIN (a read tried before anything was there), sendto, writev and
 epoll_wait, each per request wrk completed. A failed read costs a whole
@@ -18,7 +18,7 @@ Needs perf and tracepoint access (root, or kernel.perf_event_paranoid <= -1).
 from __future__ import annotations
 
 import argparse
-import re
+import contextlib
 import signal
 import subprocess
 import sys
@@ -42,15 +42,6 @@ EVENTS = [
 ]
 
 
-def wrk(port: int, connections: int, seconds: int) -> int:
-    out = subprocess.run(["wrk", "-t1", f"-c{connections}", f"-d{seconds}s", "--timeout", "10s", "-s",
-                          str(bench_proxy.LUA), f"http://127.0.0.1:{port}"],
-                         capture_output=True, text=True, check=True).stdout
-    if "Non-2xx" in out or "Socket errors" in out:
-        raise RuntimeError(f"wrk saw failures through port {port}:\n{out}")
-    return int(re.search(r"(\d+) requests in", out).group(1))
-
-
 def count(pids: list[int], port: int, connections: int, seconds: int) -> dict[str, float]:
     """Each event's count per request over one wrk run against `port`."""
     argv = ["perf", "stat", "-x,", "--no-big-num"]
@@ -61,7 +52,7 @@ def count(pids: list[int], port: int, connections: int, seconds: int) -> dict[st
     argv += ["-p", ",".join(str(p) for p in pids)]
     perf = subprocess.Popen(argv, stderr=subprocess.PIPE, text=True)
     time.sleep(0.5)  # perf attached before the load starts
-    requests = wrk(port, connections, seconds)
+    requests = bench_proxy.wrk(port, connections, seconds)["requests"]
     perf.send_signal(signal.SIGINT)
     _, err = perf.communicate(timeout=30)
     values = [line.split(",")[0] for line in err.strip().splitlines() if "," in line]
@@ -80,25 +71,19 @@ def main() -> int:
     args = ap.parse_args()
     baselines = [b.split("=", 1) for b in args.baseline]
 
-    with Sim() as sim, bench_proxy.proxies(sim, 2, None) as (targets, pids):
-        extra_gateways = []
-        try:
-            for name, binary in baselines:
-                gw = Gateway(bench_proxy.bench_config(sim, 2), binary=Path(binary))
-                gw.__enter__()
-                extra_gateways.append(gw)
-                targets[name], pids[name] = gw.port, [gw.pid]
-            names = ["dpgate", *(name for name, _ in baselines), "nginx", "haproxy"]
-            results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
-            for _ in range(args.rounds):
-                for name in names:
-                    wrk(targets[name], args.connections, 1)  # warm: connections pooled, caches filled
-                    results[name].append(count(pids[name], targets[name], args.connections, args.seconds))
-        finally:
-            for gw in extra_gateways:
-                gw.__exit__(None, None, None)
+    with Sim() as sim, contextlib.ExitStack() as stack:
+        targets, pids = stack.enter_context(bench_proxy.proxies(sim, 2, None))
+        for name, binary in baselines:
+            gw = stack.enter_context(Gateway(bench_proxy.bench_config(sim, 2), binary=Path(binary)))
+            targets[name], pids[name] = gw.port, [gw.pid]
+        names = ["dpgate", *(name for name, _ in baselines), *bench_proxy.PEERS]
+        results: dict[str, list[dict[str, float]]] = {name: [] for name in names}
+        for _ in range(args.rounds):
+            for name in names:
+                bench_proxy.wrk(targets[name], args.connections, 1)  # warm: connections pooled, caches filled
+                results[name].append(count(pids[name], targets[name], args.connections, args.seconds))
 
-    print(f"system calls per request, wrk -t1 -c{args.connections}, {args.rounds} runs of {args.seconds} s per proxy "
+    print(f"system calls per request, wrk -t2 -c{args.connections}, {args.rounds} runs of {args.seconds} s per proxy "
           "(the median run of each)")
     print(f"  {'':10}" + "".join(f"{label:>14}" for label, _, _ in EVENTS))
     for name, runs in results.items():

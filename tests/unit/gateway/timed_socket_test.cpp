@@ -186,6 +186,25 @@ std::pair<error_code, std::string> readOnce(Loopback& l, size_t room) {
     return {result, got};
 }
 
+// Runs one read of up to `room` bytes with a 100 ms deadline, sweeping, to
+// completion: {its result, the bytes read}.
+std::pair<error_code, size_t> readWithDeadline(Loopback& l, size_t room) {
+    std::string got(room, '\0');
+    bool done = false;
+    error_code result;
+    size_t n = 0;
+    l.client->expires_after(100ms);
+    l.client->async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
+        result = ec;
+        n = bytes;
+        done = true;
+    });
+    l.io.restart();
+    l.runSweeping(done);
+    EXPECT_TRUE(done) << "the read never completed";
+    return {result, n};
+}
+
 // Lets the reactor take in what is ready (poll() alone returns at once when
 // nothing is pending).
 void pollWithWork(Loopback& l) {
@@ -294,17 +313,7 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
         pollWithWork(l);                    // and its readiness event is consumed here
         auto [ec1, got] = readOnce(l, 4096);
         EXPECT_EQ(got, "request");
-        bool done = false;
-        error_code result;
-        char byte = 0;
-        l.client->expires_after(100ms);
-        l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t) {
-            result = ec;
-            done = true;
-        });
-        l.io.restart();
-        l.runSweeping(done);
-        ASSERT_TRUE(done);
+        auto [result, n] = readWithDeadline(l, 1);
         EXPECT_EQ(result, beast::error::timeout);
     }
 }
@@ -396,20 +405,8 @@ TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
     net::write(l.server, net::buffer("early", 5));
     std::this_thread::sleep_for(20ms);
     pollWithWork(l);
-    bool done = false;
-    error_code result;
-    std::string got(4096, '\0');
-    size_t n = 0;
     l.client->waitBeforeNextRead();
-    l.client->expires_after(100ms);
-    l.client->async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
-        result = ec;
-        n = bytes;
-        done = true;
-    });
-    l.io.restart();
-    l.runSweeping(done);
-    ASSERT_TRUE(done);
+    auto [result, n] = readWithDeadline(l, 4096);
     EXPECT_EQ(result, beast::error::timeout) << "the read tried a recv() first";
     EXPECT_EQ(n, 0u);
 
