@@ -4,6 +4,7 @@
 #include "gateway/acceptance/accept_cli.hpp"
 #include "gateway/auth/keys_cli.hpp"
 #include "gateway/ctl/ctl_cli.hpp"
+#include "gateway/heap_pages.hpp"
 #include "gateway/log.hpp"
 #include "gateway/model_files.hpp"
 #include "gateway/server.hpp"
@@ -83,6 +84,17 @@ static void raiseOpenFileLimit() {
     ::setrlimit(RLIMIT_NOFILE, &limit);
 }
 
+// Before the model's files are read and the threads start, so that both
+// live in the pages it chooses.
+static std::string chooseHeapPages(bool huge_pages) {
+    if (!huge_pages) return "heap: 4 KiB pages (huge_pages: false)";
+#ifdef DPGATE_TCMALLOC
+    return dpgate::gateway::backHeapWithHugePages();
+#else
+    return "heap: as the allocator keeps it (dpgate was built without tcmalloc)";
+#endif
+}
+
 int main(int argc, char** argv) {
     using namespace dpgate;
     if (argc < 2) return usageError("missing command");
@@ -127,6 +139,7 @@ int main(int argc, char** argv) {
         }
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();
+        gateway::logLine(gateway::LogLevel::info, chooseHeapPages(config.huge_pages));
         try {
             gateway::Server server(std::move(config), {.ignore_state = ignore_state});
             return server.run();

@@ -165,6 +165,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.admin.address != next.admin.address || running.admin.port != next.admin.port)
         return "admin.address/admin.port";
     if (running.threads != next.threads) return "threads";
+    if (running.huge_pages != next.huge_pages) return "huge_pages";
     if (running.model.id != next.model.id) return "model.id";
     if (running.model.tokenizer != next.model.tokenizer) return "model.tokenizer";
     if (running.model.chat_template != next.model.chat_template) return "model.chat_template";

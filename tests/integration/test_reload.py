@@ -51,6 +51,12 @@ def test_reload_applies_a_new_output_limit_and_refuses_bad_files():
             rewrite(gw, moved)
             status, _, body = gw.admin("POST", "/admin/reload")
             assert status == 400 and "backends[0]" in body["error"]["message"], body
+            # The heap's pages were chosen at start.
+            small_pages = json.loads(json.dumps(config))
+            small_pages["huge_pages"] = False
+            rewrite(gw, small_pages)
+            status, _, body = gw.admin("POST", "/admin/reload")
+            assert status == 400 and "huge_pages" in body["error"]["message"], body
 
 
 def test_sighup_reloads_keys(tmp_path):

@@ -280,6 +280,52 @@ def test_a_declared_body_does_not_reserve_memory_before_it_arrives(slow_gateway)
     assert grown_mib < 256, f"dpgate's address space grew by {grown_mib:.0f} MiB for 8 one-byte bodies"
 
 
+def _anon_huge_kib(pid: int) -> int:
+    for line in Path(f"/proc/{pid}/smaps_rollup").read_text().splitlines():
+        if line.startswith("AnonHugePages:"):
+            return int(line.split()[1])
+    raise RuntimeError("no AnonHugePages")
+
+
+def _thp_mode() -> str:
+    try:
+        text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
+    except OSError:
+        return ""
+    return text[text.index("[") + 1:text.index("]")] if "[" in text else ""
+
+
+@pytest.mark.parametrize("huge_pages", [True, False])
+def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
+    """huge_pages (default true): the heap comes from the kernel in 2 MiB
+    transparent huge pages, so a request's scattered state costs a few TLB
+    entries, not one per 4 KiB page; false leaves it in small pages."""
+    mode = _thp_mode()
+    with Sim() as sim, Gateway(gateway_config([("primary", sim, "primary")], huge_pages=huge_pages)) as gw:
+        for i in range(50):
+            status, _, _ = gw.json("POST", "/v1/chat/completions", chat_body(f"turn {i}"))
+            assert status == 200
+        log = gw.process.stderr()
+        maps = Path(f"/proc/{gw.pid}/maps").read_text()
+        huge_kib = _anon_huge_kib(gw.pid)
+    if not huge_pages:
+        assert "heap: 4 KiB pages (huge_pages: false)" in log, log
+        if mode != "always":  # "always" gives the kernel's own huge pages to any large enough region
+            assert huge_kib == 0, f"{huge_kib} KiB in huge pages with huge_pages: false"
+        return
+    if "libasan" in maps or "libtsan" in maps:
+        assert "built without tcmalloc" in log, log
+        pytest.skip("a sanitizer build: its allocator, not tcmalloc, holds the heap")
+    assert "libtcmalloc" in maps, "a release dpgate is linked with tcmalloc"
+    if mode in ("", "never"):
+        assert f"heap: 4 KiB pages (the kernel's transparent huge pages are {mode or 'absent'})" in log, log
+        assert huge_kib == 0
+        return
+    assert f"heap: 2 MiB pages where the kernel has them (transparent huge pages: {mode})" in log, log
+    # The tokenizer's tables alone fill several; 2 MiB is the least that shows any.
+    assert huge_kib >= 2048, f"only {huge_kib} KiB of the heap in huge pages"
+
+
 def test_concurrent_sse_streams_have_no_errors_and_leave_no_descriptors():
     """CI-sized version of tests/load/sse_load.py: 2,000 concurrent streams
     of ~8 s each (10 tokens, 800 ms apart), reconnecting for 15 s; 500 under

@@ -43,6 +43,7 @@ TEST(ConfigErrors, WrongTypes) {
               "conf: auth.required: line 2: expected true or false, got \"yes\"");
     EXPECT_EQ(errorOf("auth:\n  required: \"true\"\n" + b),
               "conf: auth.required: line 2: expected true or false, got \"true\"");
+    EXPECT_EQ(errorOf("huge_pages: on\n" + b), "conf: huge_pages: line 1: expected true or false, got \"on\"");
     EXPECT_EQ(errorOf("routing:\n  balance_factor: fast\n" + b),
               "conf: routing.balance_factor: line 2: expected a number, got \"fast\"");
     EXPECT_EQ(errorOf("routing:\n  balance_factor: nan\n" + b),

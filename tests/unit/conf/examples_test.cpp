@@ -121,6 +121,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "state.dir",
         "acceptance.dir",
         "threads",
+        "huge_pages",
     };
     std::set<std::string> found;
     collectKeys(YAML::LoadFile(examples + "/dpgate.yaml"), "", found);

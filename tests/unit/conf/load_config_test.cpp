@@ -50,7 +50,8 @@ TEST(LoadConfig, ReadsEverySection) {
         "  - {name: gpu-b, url: \"http://[fd00::2]:8000/\", role: standby}\n"
         "auth: {required: false}\n"
         "log: {access: logs/access.log, level: debug}\n"
-        "threads: 3\n");
+        "threads: 3\n"
+        "huge_pages: false\n");
     EXPECT_EQ(config.listen.address, "0.0.0.0");
     EXPECT_EQ(config.listen.port, 443);
     EXPECT_EQ(config.listen.tls.cert, "/etc/dpgate/tls/c.pem");
@@ -96,6 +97,8 @@ TEST(LoadConfig, ReadsEverySection) {
     EXPECT_EQ(config.log.access, "/etc/dpgate/logs/access.log");
     EXPECT_EQ(config.log.level, "debug");
     EXPECT_EQ(config.threads, 3u);
+    EXPECT_FALSE(config.huge_pages);
+    EXPECT_TRUE(Config{}.huge_pages);
 }
 
 TEST(LoadConfig, AdminTokenForms) {

@@ -1,0 +1,46 @@
+#include "gateway/heap_pages.hpp"
+
+#include <gtest/gtest.h>
+
+#include <limits>
+
+namespace dpgate::gateway {
+namespace {
+
+constexpr std::size_t kMiB = std::size_t{1} << 20;
+
+TEST(HeapPages, AsksForWholeAlignedHugePages) {
+    // tcmalloc grows its heap by a megabyte or more, page-aligned.
+    EXPECT_EQ(hugeRegionRequest(1 * kMiB, 8192), (HugeRegionRequest{2 * kMiB, 2 * kMiB}));
+    EXPECT_EQ(hugeRegionRequest(1, 1), (HugeRegionRequest{2 * kMiB, 2 * kMiB}));
+    EXPECT_EQ(hugeRegionRequest(2 * kMiB, 4096), (HugeRegionRequest{2 * kMiB, 2 * kMiB}));
+    EXPECT_EQ(hugeRegionRequest(2 * kMiB + 1, 4096), (HugeRegionRequest{4 * kMiB, 2 * kMiB}));
+    EXPECT_EQ(hugeRegionRequest(100 * kMiB + 4096, 4096), (HugeRegionRequest{102 * kMiB, 2 * kMiB}));
+    // A larger alignment than a huge page is kept.
+    EXPECT_EQ(hugeRegionRequest(3 * kMiB, 8 * kMiB), (HugeRegionRequest{4 * kMiB, 8 * kMiB}));
+}
+
+TEST(HeapPages, ASizeThatWouldWrapIsRefused) {
+    const std::size_t max = std::numeric_limits<std::size_t>::max();
+    EXPECT_EQ(hugeRegionRequest(max, 4096).bytes, 0u);
+    EXPECT_EQ(hugeRegionRequest(max - kHugePageBytes + 2, 4096).bytes, 0u);
+    // The largest that rounds without wrapping.
+    const std::size_t last = max - (kHugePageBytes - 1);
+    EXPECT_EQ(hugeRegionRequest(last, 4096).bytes, last & ~(kHugePageBytes - 1));
+    EXPECT_EQ(hugeRegionRequest(last, 4096).bytes % kHugePageBytes, 0u);
+}
+
+TEST(HeapPages, ReadsTheKernelsMode) {
+    EXPECT_EQ(thpModeOf("always [madvise] never\n"), "madvise");
+    EXPECT_EQ(thpModeOf("[always] madvise never\n"), "always");
+    EXPECT_EQ(thpModeOf("always madvise [never]\n"), "never");
+    EXPECT_EQ(thpModeOf(""), "");
+    EXPECT_EQ(thpModeOf("always madvise never\n"), "");
+    EXPECT_EQ(thpModeOf("[always"), "");
+    // The running kernel's mode is one of the three, or none at all.
+    const std::string mode = thpMode();
+    EXPECT_TRUE(mode.empty() || mode == "always" || mode == "madvise" || mode == "never") << mode;
+}
+
+}  // namespace
+}  // namespace dpgate::gateway
