@@ -22,8 +22,11 @@ public:
         if (want.bytes == 0) return nullptr;
         size_t got = 0;
         void* region = system_->Alloc(want.bytes, &got, want.alignment);
-        if (region == nullptr) return system_->Alloc(size, actual_size, alignment);  // as before, in small pages
-        ::madvise(region, got, MADV_HUGEPAGE);  // advice: without THP the region stays in small pages
+        // Refused (out of address space at that alignment): as before, in small pages.
+        if (region == nullptr) return system_->Alloc(size, actual_size, alignment);
+        if (got == 0) got = want.bytes;
+        // Advice: where the kernel has no huge page to give, the region stays in small pages.
+        ::madvise(region, got, MADV_HUGEPAGE);
         if (actual_size) *actual_size = got;
         return region;
     }
@@ -39,10 +42,15 @@ std::string backHeapWithHugePages() {
     if (mode.empty() || mode == "never")
         return "heap: 4 KiB pages (the kernel's transparent huge pages are " +
                (mode.empty() ? std::string("absent") : mode) + ")";
-    MallocExtension* tcmalloc = MallocExtension::instance();
-    // Lives as long as the process; tcmalloc never gives an allocator back.
-    alignas(HugePageSysAllocator) static unsigned char storage[sizeof(HugePageSysAllocator)];
-    tcmalloc->SetSystemAllocator(new (storage) HugePageSysAllocator(tcmalloc->GetSystemAllocator()));
+    // Once (a second would wrap the first), and never destroyed: tcmalloc
+    // may grow its heap until the process ends.
+    [[maybe_unused]] static const SysAllocator* installed = [] {
+        MallocExtension* tcmalloc = MallocExtension::instance();
+        alignas(HugePageSysAllocator) static unsigned char storage[sizeof(HugePageSysAllocator)];
+        auto* allocator = new (storage) HugePageSysAllocator(tcmalloc->GetSystemAllocator());
+        tcmalloc->SetSystemAllocator(allocator);
+        return allocator;
+    }();
     return "heap: 2 MiB pages where the kernel has them (transparent huge pages: " + mode + ")";
 }
 
