@@ -19,12 +19,19 @@
 //
 // One thing is seen later: an end of stream (FIN) that was already there
 // when a short read took the last bytes before it raised its event before
-// that read, so nothing wakes the next read; it ends at its deadline. The
-// gateway reads drain-aware from clients only (TimedSocket::readDrainAware),
-// where that is a client that half-closed right after its request: its
-// connection closes at the keep-alive deadline instead of at once. Backend
-// answers, which may run to the close, are read with the flag off: then
-// only the end of the stream reports the socket exhausted, as in Asio.
+// that read, so nothing wakes the next read. From clients
+// (TimedSocket::readDrainAware) that is a client that half-closed right
+// after its request: its connection closes at the keep-alive deadline
+// instead of at once. The body of a backend's answer whose end its bytes
+// tell (chunked, or with a length) is read drain-aware too
+// (TimedSocket::readDrainAwareChecked): a stream's events come one short
+// read each, and each would otherwise cost a failed recv() (issue 18,
+// twenty-first round). There the end is a backend that died mid-answer, and
+// it must not wait for the stream's idle deadline (minutes): a read that has
+// waited a second has its socket re-armed (rearmRead), which reports an end
+// already there. A body that runs to the close, and an answer's head, are
+// read with the flag off: then only the end of the stream reports the socket
+// exhausted, as in Asio.
 //
 // Either way two things are cheaper than in Asio's operation (issue 18,
 // eighteenth round): recv() is called without glibc's cancellation
@@ -50,8 +57,11 @@
 #include <boost/asio/detail/reactor.hpp>
 #include <boost/asio/detail/reactor_op.hpp>
 
+#include <sys/epoll.h>
+
 #include <cassert>
 #include <cerrno>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -183,6 +193,23 @@ struct ExposeTrySpeculative {
 };
 template struct ExposeTrySpeculative<&DescriptorState::try_speculative_>;
 
+// The same for what rearmRead needs: the socket's reactor, the events it is
+// registered for, and the reactor's epoll descriptor.
+using ReactorOf = boost::asio::detail::epoll_reactor* DescriptorState::*;
+using RegisteredEvents = uint32_t DescriptorState::*;
+using EpollFd = int boost::asio::detail::epoll_reactor::*;
+ReactorOf reactorOf();
+RegisteredEvents registeredEvents();
+EpollFd epollFd();
+template <ReactorOf R, RegisteredEvents E, EpollFd F>
+struct ExposeRegistration {
+    friend ReactorOf reactorOf() { return R; }
+    friend RegisteredEvents registeredEvents() { return E; }
+    friend EpollFd epollFd() { return F; }
+};
+template struct ExposeRegistration<&DescriptorState::reactor_, &DescriptorState::registered_events_,
+                                   &boost::asio::detail::epoll_reactor::epoll_fd_>;
+
 }  // namespace drain_aware_detail
 
 // Starts a read of `buffer` on `socket`; `handler(error_code, size_t)` runs
@@ -223,6 +250,26 @@ inline void skipNextReadTry(tcp::socket& socket) {
     if (impl.reactor_data_ != nullptr)
         (impl.reactor_data_->*drain_aware_detail::trySpeculative())[boost::asio::detail::epoll_reactor::read_op] =
             false;
+}
+
+// Re-arms the socket's epoll registration (EPOLL_CTL_MOD with the events it
+// has), as Asio does for a read started without a try: the kernel then
+// reports what is ready now. An end of stream that came with the bytes a
+// drain-aware read took raised its event before that read, and the read
+// after it waits for an event that will not come; re-armed, the socket
+// reports it. One system call; nothing happens when nothing is there. On the
+// thread that runs the socket's io_context (see skipNextReadTry).
+inline void rearmRead(tcp::socket& socket) {
+    namespace dd = drain_aware_detail;
+    auto& impl = dd::SocketImpl::of(socket).get_implementation();
+    dd::DescriptorState* state = impl.reactor_data_;
+    if (state == nullptr || impl.socket_ < 0) return;
+    const uint32_t events = state->*dd::registeredEvents();
+    if (events == 0) return;  // not registered with epoll (Asio then completes reads at once)
+    epoll_event ev{};
+    ev.events = events;
+    ev.data.ptr = state;
+    ::epoll_ctl((state->*dd::reactorOf())->*dd::epollFd(), EPOLL_CTL_MOD, impl.socket_, &ev);
 }
 
 }  // namespace dpgate::gateway

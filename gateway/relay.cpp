@@ -145,6 +145,7 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         Parser& parser = connection.answer.emplace();
         Attempt outcome = Attempt::ok;
         error_code rec;
+        connection.stream.readDrainAwareChecked(false);  // the head: as Asio reads (drain_aware_read.hpp)
         if (WriteNow now(&connection.stream.socket(), upstream_buffers_); !now.done()) {
             connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
             rec = co_await writeRest(connection.stream, now);
@@ -210,6 +211,10 @@ awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parse
     error_code ec = parseBuffered(parser, connection.buffer);
     if (ec || parser.is_done() || parser.body().size != room) co_return ec;
     connection.stream.expires_after(ms(c_.config.limits.stream_idle_timeout_ms));
+    // A body whose end its bytes tell is read drain-aware: a stream's events
+    // come a short read each, and the read after each would first fail a
+    // recv() (drain_aware_read.hpp).
+    connection.stream.readDrainAwareChecked(!parser.need_eof());
     constexpr size_t kReadBytes = 64 * 1024;
     auto [read_ec, n] = co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
     if (read_ec == net::error::eof) {

@@ -21,6 +21,7 @@
 
 #include <chrono>
 #include <cstddef>
+#include <cstdint>
 #include <type_traits>
 #include <utility>
 
@@ -85,6 +86,16 @@ public:
     // then seen at the next deadline, not at once (see there).
     void readDrainAware() { drain_aware_ = true; }
 
+    // Drain-aware reads (on) or Asio's (off) for a backend's answer, with
+    // the end of stream checked: a read that has waited kRecheck has the
+    // socket re-armed by the sweep (rearmRead, drain_aware_read.hpp), so a
+    // backend that died right after its last bytes is seen within about a
+    // second instead of at the deadline. On only where the bytes tell the
+    // answer's end (chunked or a length): a body that runs to the close
+    // would otherwise end a second late.
+    void readDrainAwareChecked(bool on) { drain_aware_ = checked_ = on; }
+    static constexpr auto kRecheck = std::chrono::seconds(1);
+
     // The next read waits for the socket's next epoll event before it tries
     // a recv() (skipNextReadTry, drain_aware_read.hpp). For the first read
     // of an answer, right after its request was written whole with no turn
@@ -101,6 +112,7 @@ public:
         return net::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto handler, const MutableBuffers& b) {
                 using Handler = Done<std::decay_t<decltype(handler)>>;
+                ++reads_;
                 if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>) {
                     startRead(socket_, net::mutable_buffer(b), drain_aware_, Handler(*this, std::move(handler)));
                 } else {
@@ -158,12 +170,30 @@ private:
         close();
     }
 
+    // A read first seen by this sweep gets its check a kRecheck later; one
+    // still waiting then has its socket re-armed, and again each kRecheck.
+    void recheckEnd(clock::time_point now) {
+        if (reads_ != swept_reads_) {
+            swept_reads_ = reads_;
+            recheck_at_ = now + kRecheck;
+        } else if (now >= recheck_at_) {
+            rearmRead(socket_);
+            recheck_at_ = now + kRecheck;
+        }
+    }
+
     DeadlineList& list_;
     tcp::socket socket_;
     clock::time_point deadline_ = clock::time_point::max();
     int pending_ = 0;
     bool timed_out_ = false;
     bool drain_aware_ = false;
+    bool checked_ = false;
+    // For the sweep's end-of-stream check: reads started, the count the last
+    // sweep saw, and when the pending one is re-armed if it still waits.
+    uint32_t reads_ = 0;
+    uint32_t swept_reads_ = 0;
+    clock::time_point recheck_at_{};
     TimedSocket* prev_ = nullptr;
     TimedSocket* next_ = nullptr;
 };
@@ -186,9 +216,12 @@ inline void DeadlineList::unlink(TimedSocket* socket) {
 inline size_t DeadlineList::sweep(std::chrono::steady_clock::time_point now) {
     size_t expired = 0;
     for (TimedSocket* s = head_; s != nullptr; s = s->next_) {
-        if (s->pending_ > 0 && !s->timed_out_ && now >= s->deadline_) {
+        if (s->pending_ == 0 || s->timed_out_) continue;
+        if (now >= s->deadline_) {
             s->expire();
             ++expired;
+        } else if (s->checked_) {
+            s->recheckEnd(now);
         }
     }
     return expired;

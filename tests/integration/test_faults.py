@@ -448,6 +448,30 @@ def test_client_aborts_mid_stream_leave_no_descriptors(on_pair):
     assert wait_metric(s.gw, "dpgate_stream_aborts_total", aborts + 20, side="client") == aborts + 20
 
 
+def test_a_backend_that_closes_right_after_an_event_is_seen_long_before_the_idle_deadline():
+    """A stream's body is read drain-aware (drain_aware_read.hpp): after the
+    short read that takes an event, the next read waits for epoll instead of
+    trying recv() first. A backend that closes right after an event, its end
+    of stream in the event's own segment (close_with_event), raises no event
+    after the read that took the bytes. The sweep re-arms a read that has
+    waited a second, and the end is seen then, not at the stream's idle
+    deadline (30 s here), and as the end of the stream, not as a timeout."""
+    limits = dict(_limits(), stream_idle_timeout_ms=30_000)
+    with Sim(decode_us_per_token=20_000, max_output=8) as sim:
+        config = gateway_config([("primary", sim, "primary")], threads=1, limits=limits, log={"access": "off"})
+        with Gateway(config) as gw:
+            sim.set_fault("cut_stream", after_chunks=3, close_with_event=True)
+            for i in range(3):
+                start = time.monotonic()
+                status, _, events, complete = sse_events(gw.port, CHAT, stream_body(f"cut {i}"), headers=AUTH)
+                took = time.monotonic() - start
+                assert status == 200 and not complete
+                error = events[-1].json()["error"]
+                assert error["code"] == "stream_interrupted", error
+                assert "no data for" not in error["message"], error
+                assert took < 10, f"stream {i}: the end was seen after {took:.1f} s"
+
+
 def test_a_pooled_connection_the_backend_closed_while_idle_is_sent_again_at_once():
     """A backend closes keep-alive connections that sat idle (vLLM's server
     after 5 s; dpgate retires its own at 4 s, but one closed sooner stays in

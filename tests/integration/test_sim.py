@@ -295,7 +295,7 @@ def test_keep_alive_serves_many_requests_on_one_connection(sim):
 
 def test_fault_status(sim):
     assert sim.set_fault("status", status=503) == {"mode": "status", "status": 503, "after_chunks": 1,
-                                                   "chunk_delay_ms": 100}
+                                                   "chunk_delay_ms": 100, "close_with_event": False}
     assert sim.fault()["mode"] == "status"
     status, _, body = sim.json("POST", CHAT, chat_body([user("x")]))
     assert status == 503 and body["code"] == 503 and body["object"] == "error"
@@ -348,6 +348,15 @@ def test_fault_cut_stream(sim):
     assert len(events) == 3 and "[DONE]" not in [e.data for e in events]
     # Non-streaming answers are untouched.
     assert sim.json("POST", CHAT, chat_body([user("x")], max_tokens=1))[0] == 200
+    # close_with_event: the last event and the close in one segment; the
+    # stream ends the same way, one event later.
+    assert sim.set_fault("cut_stream", after_chunks=3, close_with_event=True)["close_with_event"] is True
+    status, _, events, complete = sse_events(sim.port, CHAT, body)
+    assert status == 200 and not complete
+    assert len(events) == 3 and "[DONE]" not in [e.data for e in events]
+    status, _, error = sim.json("POST", "/sim/fault", {"mode": "cut_stream", "close_with_event": 1})
+    assert status == 400 and "close_with_event" in json.dumps(error), error
+    sim.set_fault("none")
 
 
 def test_fault_slow(sim):

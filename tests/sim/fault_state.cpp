@@ -95,6 +95,13 @@ std::optional<FaultConfig> parseFaultJson(std::string_view body, const FaultConf
         return std::nullopt;
     }
     config.status = static_cast<int>(status);
+    if (auto it = doc.find("close_with_event"); it != doc.end()) {
+        if (!it->is_boolean()) {
+            error = "fault field \"close_with_event\" must be true or false";
+            return std::nullopt;
+        }
+        config.close_with_event = it->get<bool>();
+    }
     return config;
 }
 
@@ -132,10 +139,9 @@ std::optional<FaultConfig> parseFaultSpec(std::string_view spec, std::string& er
 
 std::string faultToJson(const FaultConfig& fault) {
     nlohmann::json doc = {
-        {"mode", faultModeName(fault.mode)},
-        {"status", fault.status},
-        {"after_chunks", fault.after_chunks},
-        {"chunk_delay_ms", fault.chunk_delay_ms},
+        {"mode", faultModeName(fault.mode)},          {"status", fault.status},
+        {"after_chunks", fault.after_chunks},         {"chunk_delay_ms", fault.chunk_delay_ms},
+        {"close_with_event", fault.close_with_event},
     };
     if (fault.count_offset != 0) doc["count_offset"] = fault.count_offset;
     return doc.dump();

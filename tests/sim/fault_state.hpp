@@ -24,6 +24,10 @@ struct FaultConfig {
     int status = 500;
     std::uint64_t after_chunks = 1;
     std::uint64_t chunk_delay_ms = 100;
+    // cut_stream: the N-th event and the close leave in one TCP segment (the
+    // end of stream arrives with the event's bytes), instead of the close
+    // coming after the next token's decode time.
+    bool close_with_event = false;
     // Not a failure mode but a lie, kept across mode changes: usage reports
     // prompt_tokens = counted + count_offset (at least 0), so a test can prove
     // that the gateway notices a backend that counts differently.

@@ -5,6 +5,10 @@
 #include <string>
 #include <string_view>
 
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+
 #include <boost/asio/as_tuple.hpp>
 #include <boost/asio/co_spawn.hpp>
 #include <boost/asio/detached.hpp>
@@ -57,6 +61,7 @@ enum class StreamOutcome { kDone, kClientGone, kCut };
 
 struct StreamProgress {
     std::optional<std::uint64_t> cut_after_events;
+    bool close_with_event = false;  // FaultConfig::close_with_event
     std::uint64_t events_written = 0;
     StreamOutcome outcome = StreamOutcome::kDone;
 };
@@ -114,6 +119,7 @@ private:
     net::awaitable<bool> pauseWatchingClient(std::chrono::microseconds delay);
     net::awaitable<void> waitUntilClientGone();
     void closeSocket();
+    void setCork(bool on);
 
     Socket& socket() { return connection_->socket; }
 
@@ -150,6 +156,11 @@ net::awaitable<void> HttpSession::run() {
         if (!co_await serve(request)) break;
     }
     closeSocket();
+}
+
+void HttpSession::setCork(bool on) {
+    const int value = on ? 1 : 0;
+    ::setsockopt(socket().native_handle(), IPPROTO_TCP, TCP_CORK, &value, sizeof value);
 }
 
 void HttpSession::closeSocket() {
@@ -379,7 +390,10 @@ net::awaitable<StreamOutcome> HttpSession::streamAnswer(const Request& request, 
     if (!co_await pauseWatchingClient(plan.prefill)) co_return StreamOutcome::kClientGone;
 
     StreamProgress progress;
-    if (fault.mode == FaultMode::kCutStream) progress.cut_after_events = fault.after_chunks;
+    if (fault.mode == FaultMode::kCutStream) {
+        progress.cut_after_events = fault.after_chunks;
+        progress.close_with_event = fault.close_with_event;
+    }
     auto id = std::to_string(context_.next_request_id++);
     ResponseBuilder builder(plan.kind, (plan.kind == ApiKind::kChat ? "chatcmpl-sim" : "cmpl-sim") + id,
                             context_.started_unix_s, context_.options.model, true);
@@ -422,6 +436,11 @@ net::awaitable<bool> HttpSession::sendEvent(std::string event, StreamProgress& p
         progress.outcome = StreamOutcome::kCut;
         co_return false;
     }
+    const bool last_before_cut = progress.cut_after_events && progress.close_with_event &&
+                                 progress.events_written + 1 == *progress.cut_after_events;
+    // Corked, the event's bytes wait in the socket; the shutdown then sends
+    // them with the FIN in one segment.
+    if (last_before_cut) setCork(true);
     // One write per event, so each reaches the client as its own chunk.
     auto [ec, n] = co_await net::async_write(socket(), http::make_chunk(net::buffer(event)), kNoThrow);
     if (ec) {
@@ -429,6 +448,11 @@ net::awaitable<bool> HttpSession::sendEvent(std::string event, StreamProgress& p
         co_return false;
     }
     ++progress.events_written;
+    if (last_before_cut) {
+        closeSocket();
+        progress.outcome = StreamOutcome::kCut;
+        co_return false;
+    }
     co_return true;
 }
 

@@ -422,3 +422,72 @@ TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
     EXPECT_FALSE(ec1 || ec2);
     EXPECT_EQ(second, "second");
 }
+
+// The body of a backend's answer is read drain-aware with the end checked
+// (TimedSocket::readDrainAwareChecked): after a short read the next read
+// waits for an event instead of trying recv() first, and an end of stream
+// that came with the short read's bytes raises none. The sweep re-arms a
+// read that has waited TimedSocket::kRecheck, and the end is seen then,
+// long before the deadline.
+TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) {
+    Loopback l;
+    l.client->readDrainAwareChecked(true);
+    net::write(l.server, net::buffer("event", 5));
+    l.server.shutdown(tcp::socket::shutdown_send);
+    std::this_thread::sleep_for(50ms);  // the end has arrived,
+    pollWithWork(l);                    // and its readiness event is consumed here
+    auto [ec1, got] = readOnce(l, 4096);
+    EXPECT_FALSE(ec1);
+    EXPECT_EQ(got, "event");  // short: the next read waits for an event
+
+    bool done = false;
+    error_code result;
+    char byte = 0;
+    l.client->expires_after(4s);
+    l.client->async_read_some(net::buffer(&byte, 1), [&](error_code ec, size_t) {
+        result = ec;
+        done = true;
+    });
+    l.io.restart();
+    l.io.run_for(300ms);  // no sweep: nothing wakes the read
+    EXPECT_FALSE(done) << "the read tried a recv() first: " << result.message();
+    l.io.restart();
+    const auto start = std::chrono::steady_clock::now();
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_EQ(result, net::error::eof) << result.message();  // not the deadline's timeout
+    EXPECT_GE(std::chrono::steady_clock::now() - start, TimedSocket::kRecheck - 100ms);
+}
+
+// Re-arming a socket whose read waits with nothing there changes nothing:
+// bytes that come after the recheck still wake the read, and so does the
+// end after them; a write on the socket still completes.
+TEST(TimedSocket, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
+    Loopback l;
+    l.client->readDrainAwareChecked(true);
+    bool done = false;
+    std::string got(4096, '\0');
+    size_t n = 0;
+    error_code result;
+    l.client->expires_after(4s);
+    l.client->async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
+        result = ec;
+        n = bytes;
+        done = true;
+    });
+    net::steady_timer later(l.io, TimedSocket::kRecheck + 500ms);  // after one recheck
+    later.async_wait([&](const error_code&) { net::write(l.server, net::buffer("late", 4)); });
+    l.io.restart();
+    l.runSweeping(done);
+    ASSERT_TRUE(done);
+    EXPECT_FALSE(result) << result.message();
+    EXPECT_EQ(got.substr(0, n), "late");
+
+    net::write(l.client->socket(), net::buffer("request", 7));
+    std::string request(7, '\0');
+    net::read(l.server, net::buffer(request));
+    EXPECT_EQ(request, "request");
+    l.server.shutdown(tcp::socket::shutdown_send);
+    auto [ec, rest] = readOnce(l, 4096);
+    EXPECT_EQ(ec, net::error::eof);
+}
