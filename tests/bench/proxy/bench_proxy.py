@@ -403,7 +403,7 @@ def report_streams(streams: dict, args) -> None:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--connections", default="32,256")
+    ap.add_argument("--connections", default="32,256", help='comma-separated; "" runs the streams only')
     ap.add_argument("--seconds", type=int, default=10)
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--workers", type=int, default=2, help="dpgate threads, HAProxy threads, nginx workers")
@@ -420,16 +420,18 @@ def main() -> int:
     raise_nofile_limit()
 
     results: dict[int, dict[str, list[dict]]] = {}
-    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, \
-            proxies(sim, args.workers, args.baseline) as (targets, pids):
-        for port in targets.values():  # warm up connections and caches
-            wrk(port, 32, 1)
-        for c in (int(x) for x in args.connections.split(",")):
-            results[c] = {name: [] for name in targets}
-            for _ in range(args.rounds):
-                for name, port in targets.items():
-                    results[c][name].append(wrk(port, c, args.seconds, pids[name], name))
-    report_requests(results, args)
+    connections = [int(x) for x in args.connections.split(",") if x.strip()]
+    if connections:  # --connections "": the stream runs only
+        with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, \
+                proxies(sim, args.workers, args.baseline) as (targets, pids):
+            for port in targets.values():  # warm up connections and caches
+                wrk(port, 32, 1)
+            for c in connections:
+                results[c] = {name: [] for name in targets}
+                for _ in range(args.rounds):
+                    for name, port in targets.items():
+                        results[c][name].append(wrk(port, c, args.seconds, pids[name], name))
+        report_requests(results, args)
 
     streams: dict[str, list[dict]] = {}
     if args.streams:

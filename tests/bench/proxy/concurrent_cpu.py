@@ -5,7 +5,7 @@ all loaded at the same time: the steadier comparison on a shared machine
 
     tests/bench/proxy/concurrent_cpu.py [--rounds 16] [--seconds 3] [--connections 16]
                                         [--baseline NAME=DPGATE_BINARY ...] [--no-peers]
-                                        [--access-log]
+                                        [--access-log] [--streams N [--stream-token-ms 20]]
 
 bench_proxy.py runs the proxies one after the other, so a neighbour's burst
 on the host lands on whichever proxy runs then, and rounds of one run
@@ -19,12 +19,19 @@ and the median's 95 % interval (bench_proxy.median_interval): a peer is
 ahead or behind only when the whole interval is.
 The proxies compete for the same 2 CPUs, so figures are higher than one
 proxy alone; compare ratios, not absolute values, with bench_proxy.py.
+
+With --streams N the load on each proxy is N concurrent SSE streams
+(bench_proxy.stream_run, each proxy's from its own client process) instead
+of wrk, from a simulator that decodes a token every --stream-token-ms, and
+the figure is CPU per SSE event relayed (the events and the [DONE] one of
+every stream completed).
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import json
 import os
 import re
 import shutil
@@ -64,7 +71,22 @@ def user_system_ticks(pids: list[int]) -> tuple[int, int]:
     return user, system
 
 
+def stream_load(port: int, streams: int, seconds: int) -> subprocess.Popen:
+    """A client process that runs `streams` streams against `port` for `seconds`
+    and prints {"events": N}: the SSE events of the streams it completed."""
+    return subprocess.Popen([sys.executable, __file__, "--stream-client", str(port), str(streams), str(seconds)],
+                            stdout=subprocess.PIPE, text=True)
+
+
+def stream_client(port: int, streams: int, seconds: int) -> None:
+    run = bench_proxy.stream_run(port, streams, seconds, [])
+    print(json.dumps({"events": run["streams"] * (run["events"] + 1)}))
+
+
 def main() -> int:
+    if len(sys.argv) == 5 and sys.argv[1] == "--stream-client":
+        stream_client(int(sys.argv[2]), int(sys.argv[3]), int(sys.argv[4]))
+        return 0
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--rounds", type=int, default=16)
     ap.add_argument("--seconds", type=int, default=3)
@@ -74,11 +96,16 @@ def main() -> int:
     ap.add_argument("--no-peers", action="store_true", help="dpgate binaries only")
     ap.add_argument("--access-log", action="store_true",
                     help="every proxy logs each request to a file (dpgate's default config logs them)")
+    ap.add_argument("--streams", type=int, default=0, help="concurrent SSE streams per proxy instead of wrk")
+    ap.add_argument("--stream-token-ms", type=int, default=20, help="the simulator's decode time per token")
     args = ap.parse_args()
+    unit = "SSE event" if args.streams else "request"
 
     per_request: dict[str, list[float]] = {}
     ticks: dict[str, list[int]] = {}  # user, system, requests over all rounds
-    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim, contextlib.ExitStack() as stack:
+    sim_args = {"decode_us_per_token": args.stream_token_ms * 1000} if args.streams else {}
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS, **sim_args) as sim, \
+            contextlib.ExitStack() as stack:
         logs = None
         if args.access_log:
             logs = Path(tempfile.mkdtemp(prefix="dpgate-access-logs-"))
@@ -97,39 +124,44 @@ def main() -> int:
         for round_index in range(args.rounds + 1):  # round 0 warms up
             before = {name: on_cpu_ns(owners[name]) for name in ports}
             ticks_before = {name: user_system_ticks(owners[name]) for name in ports}
-            loads = {name: subprocess.Popen(
-                ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
-                 "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
-                for name, port in ports.items()}
+            if args.streams:
+                loads = {name: stream_load(port, args.streams, args.seconds) for name, port in ports.items()}
+            else:
+                loads = {name: subprocess.Popen(
+                    ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
+                     "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
+                    for name, port in ports.items()}
             outputs = {name: load.communicate()[0] for name, load in loads.items()}
             after = {name: on_cpu_ns(owners[name]) for name in ports}
             ticks_after = {name: user_system_ticks(owners[name]) for name in ports}
             if round_index == 0:
                 continue
             for name, out in outputs.items():
-                if "Non-2xx" in out:
-                    print(f"{name}: wrk saw failed answers:\n{out}", file=sys.stderr)
+                if loads[name].returncode != 0 or "Non-2xx" in out:
+                    print(f"{name}: the load saw failed answers:\n{out}", file=sys.stderr)
                     return 1
-                done = int(re.search(r"(\d+) requests in", out).group(1))
+                done = (json.loads(out)["events"] if args.streams
+                        else int(re.search(r"(\d+) requests in", out).group(1)))
                 per_request.setdefault(name, []).append((after[name] - before[name]) / done / 1e3)
                 total = ticks.setdefault(name, [0, 0, 0])
                 total[0] += ticks_after[name][0] - ticks_before[name][0]
                 total[1] += ticks_after[name][1] - ticks_before[name][1]
                 total[2] += done
 
-    print(f"{args.rounds} rounds of {args.seconds} s, wrk -t1 -c{args.connections} per proxy, all at once; "
-          f"on-CPU us per request")
+    load = (f"{args.streams} streams at {args.stream_token_ms} ms/token" if args.streams
+            else f"wrk -t1 -c{args.connections}")
+    print(f"{args.rounds} rounds of {args.seconds} s, {load} per proxy, all at once; on-CPU us per {unit}")
     for name, values in per_request.items():
         print(f"  {name:10s} median {statistics.median(values):6.2f}  rounds {[round(v, 1) for v in values]}")
     tick_us = 1e6 / os.sysconf("SC_CLK_TCK")
-    print("user and system time per request, all rounds together (us, from clock ticks)")
+    print(f"user and system time per {unit}, all rounds together (us, from clock ticks)")
     for name, (user, system, done) in ticks.items():
         print(f"  {name:10s} user {user * tick_us / done:6.2f}  system {system * tick_us / done:6.2f}")
     for name, values in per_request.items():
         if name == "dpgate":
             continue
         ratios = [other / mine for other, mine in zip(values, per_request["dpgate"])]
-        print(f"  {name}/dpgate CPU per request: median {bench_proxy.verdict(ratios)} "
+        print(f"  {name}/dpgate CPU per {unit}: median {bench_proxy.verdict(ratios)} "
               f"(below 1: {name} uses less); rounds {[round(r, 3) for r in ratios]}")
     return 0
 
