@@ -31,11 +31,13 @@ ApiError refusalOf(const RequestRefusal& refusal) {
 
 }  // namespace
 
-ClientSession::ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls)
-    : worker_(worker), stream_(worker.deadlines(), std::move(socket)), tls_(std::move(tls)) {
+ClientSession::ClientSession(Worker& worker, tcp::socket socket, const tcp::endpoint& peer,
+                             std::shared_ptr<net::ssl::context> tls)
+    : worker_(worker),
+      stream_(worker.deadlines(), std::move(socket)),
+      tls_(std::move(tls)),
+      peer_address_(peer.address().to_string()) {
     error_code ec;
-    auto endpoint = stream_.socket().remote_endpoint(ec);
-    if (!ec) peer_address_ = endpoint.address().to_string();
     stream_.socket().set_option(tcp::no_delay(true), ec);
     worker_.attach(this);
     worker_.server().openConnections().fetch_add(1, std::memory_order_relaxed);

@@ -26,7 +26,9 @@ class Worker;
 class ClientSession : public std::enable_shared_from_this<ClientSession> {
 public:
     // `tls` is the listener's TLS context, null for plain HTTP.
-    ClientSession(Worker& worker, tcp::socket socket, std::shared_ptr<net::ssl::context> tls);
+    // `peer`: the client's address, as accept() gave it.
+    ClientSession(Worker& worker, tcp::socket socket, const tcp::endpoint& peer,
+                  std::shared_ptr<net::ssl::context> tls);
     ~ClientSession();
 
     static void start(std::shared_ptr<ClientSession> session);

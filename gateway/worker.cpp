@@ -1,5 +1,6 @@
 #include "gateway/worker.hpp"
 
+#include "gateway/accepted_socket.hpp"
 #include "gateway/client_session.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/log.hpp"
@@ -111,7 +112,8 @@ void Worker::scheduleSweep() {
 
 awaitable<void> Worker::acceptLoop() {
     while (acceptor_.is_open()) {
-        auto [ec, socket] = co_await acceptor_.async_accept(use_nothrow);
+        tcp::endpoint peer;  // filled by accept() itself: no getpeername() per connection
+        auto [ec, socket] = co_await acceptor_.async_accept(peer, use_nothrow);
         if (ec == net::error::operation_aborted || !acceptor_.is_open()) break;
         if (ec) {
             // EMFILE and friends: back off instead of spinning on the error.
@@ -129,7 +131,8 @@ awaitable<void> Worker::acceptLoop() {
             socket.close(ignored);
             continue;
         }
-        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket), server_.tlsContext()));
+        prepareAccepted(socket);
+        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket), peer, server_.tlsContext()));
     }
 }
 

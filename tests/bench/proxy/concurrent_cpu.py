@@ -5,7 +5,7 @@ all loaded at the same time: the steadier comparison on a shared machine
 
     tests/bench/proxy/concurrent_cpu.py [--rounds 16] [--seconds 3] [--connections 16]
                                         [--baseline NAME=DPGATE_BINARY ...] [--no-peers]
-                                        [--access-log] [--streams N [--stream-token-ms 20]]
+                                        [--access-log] [--close] [--streams N [--stream-token-ms 20]]
 
 bench_proxy.py runs the proxies one after the other, so a neighbour's burst
 on the host lands on whichever proxy runs then, and rounds of one run
@@ -19,6 +19,10 @@ and the median's 95 % interval (bench_proxy.median_interval): a peer is
 ahead or behind only when the whole interval is.
 The proxies compete for the same 2 CPUs, so figures are higher than one
 proxy alone; compare ratios, not absolute values, with bench_proxy.py.
+
+With --close every request comes on a connection of its own (wrk sends
+"Connection: close"): what accepting and closing a connection costs, as for
+clients that do not keep connections alive (curl in a loop).
 
 With --streams N the load on each proxy is N concurrent SSE streams
 (bench_proxy.stream_run, each proxy's from its own client process) instead
@@ -96,6 +100,7 @@ def main() -> int:
     ap.add_argument("--no-peers", action="store_true", help="dpgate binaries only")
     ap.add_argument("--access-log", action="store_true",
                     help="every proxy logs each request to a file (dpgate's default config logs them)")
+    ap.add_argument("--close", action="store_true", help="a connection per request (Connection: close)")
     ap.add_argument("--streams", type=int, default=0, help="concurrent SSE streams per proxy instead of wrk")
     ap.add_argument("--stream-token-ms", type=int, default=20, help="the simulator's decode time per token")
     args = ap.parse_args()
@@ -129,6 +134,7 @@ def main() -> int:
             else:
                 loads = {name: subprocess.Popen(
                     ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
+                     *(["-H", "Connection: close"] if args.close else []),
                      "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
                     for name, port in ports.items()}
             outputs = {name: load.communicate()[0] for name, load in loads.items()}
@@ -149,7 +155,7 @@ def main() -> int:
                 total[2] += done
 
     load = (f"{args.streams} streams at {args.stream_token_ms} ms/token" if args.streams
-            else f"wrk -t1 -c{args.connections}")
+            else f"wrk -t1 -c{args.connections}" + (", a connection per request" if args.close else ""))
     print(f"{args.rounds} rounds of {args.seconds} s, {load} per proxy, all at once; on-CPU us per {unit}")
     for name, values in per_request.items():
         print(f"  {name:10s} median {statistics.median(values):6.2f}  rounds {[round(v, 1) for v in values]}")

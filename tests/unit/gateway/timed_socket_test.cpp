@@ -3,6 +3,7 @@
 // closed; a deadline does not run while nothing is pending; the list follows
 // the sockets' lifetimes.
 #include "gateway/timed_socket.hpp"
+#include "gateway/accepted_socket.hpp"
 
 #include <gtest/gtest.h>
 #include <boost/asio/co_spawn.hpp>
@@ -20,6 +21,8 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+
+#include <fcntl.h>
 
 using namespace dpgate::gateway;
 using namespace std::chrono_literals;
@@ -490,4 +493,36 @@ TEST(TimedSocket, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
     l.server.shutdown(tcp::socket::shutdown_send);
     auto [ec, rest] = readOnce(l, 4096);
     EXPECT_EQ(ec, net::error::eof);
+}
+
+// An accepted socket made ready once (accepted_socket.hpp): non-blocking
+// before any operation, so neither Asio nor WriteNow sets the mode again,
+// and not marked as a possible duplicate, so closing it leaves epoll to the
+// kernel. It reads, writes and closes as any other.
+TEST(AcceptedSocket, IsNonBlockingOnceAndNotAPossibleDuplicate) {
+    namespace ops = boost::asio::detail::socket_ops;
+    Loopback l;
+    auto& impl = drain_aware_detail::SocketImpl::of(l.server).get_implementation();
+    EXPECT_NE(impl.state_ & ops::possible_dup, 0) << "Asio marks what it accepts as a possible duplicate";
+    prepareAccepted(l.server);
+    EXPECT_TRUE(l.server.non_blocking());
+    EXPECT_NE(::fcntl(l.server.native_handle(), F_GETFL) & O_NONBLOCK, 0);
+    EXPECT_EQ(impl.state_ & ops::possible_dup, 0);
+
+    std::string got(16, '\0');
+    size_t n = 0;
+    l.server.async_read_some(net::buffer(got), [&](error_code ec, size_t bytes) {
+        EXPECT_FALSE(ec);
+        n = bytes;
+    });
+    net::write(l.client->socket(), net::buffer("hello", 5));
+    l.io.restart();
+    l.io.run_for(2s);
+    EXPECT_EQ(got.substr(0, n), "hello");
+    net::write(l.server, net::buffer("back", 4));
+    auto [ec, answer] = readOnce(l, 16);
+    EXPECT_EQ(answer, "back");
+    l.server.close();
+    auto [end, rest] = readOnce(l, 16);
+    EXPECT_EQ(end, net::error::eof);
 }
