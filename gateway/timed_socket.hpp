@@ -87,14 +87,15 @@ public:
     void readDrainAware() { drain_aware_ = true; }
 
     // Drain-aware reads (on) or Asio's (off) for a backend's answer, with
-    // the end of stream checked: a read that has waited kRecheck has the
-    // socket re-armed by the sweep (rearmRead, drain_aware_read.hpp), so a
-    // backend that died right after its last bytes is seen within about a
-    // second instead of at the deadline. On only where the bytes tell the
-    // answer's end (chunked or a length): a body that runs to the close
-    // would otherwise end a second late.
+    // the end of stream checked: a read still waiting after kRecheckSweeps
+    // sweeps (a second, at a worker's 100 ms) has the socket re-armed
+    // (rearmRead, drain_aware_read.hpp), so a backend that died right after
+    // its last bytes is seen within about a second instead of at the
+    // deadline. On only where the bytes tell the answer's end (chunked or a
+    // length): a body that runs to the close would otherwise end a second
+    // late.
     void readDrainAwareChecked(bool on) { drain_aware_ = checked_ = on; }
-    static constexpr auto kRecheck = std::chrono::seconds(1);
+    static constexpr uint8_t kRecheckSweeps = 10;
 
     // The next read waits for the socket's next epoll event before it tries
     // a recv() (skipNextReadTry, drain_aware_read.hpp). For the first read
@@ -112,7 +113,7 @@ public:
         return net::async_initiate<Token, void(error_code, std::size_t)>(
             [this](auto handler, const MutableBuffers& b) {
                 using Handler = Done<std::decay_t<decltype(handler)>>;
-                ++reads_;
+                quiet_sweeps_ = 0;
                 if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>) {
                     startRead(socket_, net::mutable_buffer(b), drain_aware_, Handler(*this, std::move(handler)));
                 } else {
@@ -170,16 +171,13 @@ private:
         close();
     }
 
-    // A read first seen by this sweep gets its check a kRecheck later; one
-    // still waiting then has its socket re-armed, and again each kRecheck.
-    void recheckEnd(clock::time_point now) {
-        if (reads_ != swept_reads_) {
-            swept_reads_ = reads_;
-            recheck_at_ = now + kRecheck;
-        } else if (now >= recheck_at_) {
-            rearmRead(socket_);
-            recheck_at_ = now + kRecheck;
-        }
+    // Counts the sweeps an operation has been pending since the last read
+    // started; at kRecheckSweeps the socket is re-armed, and again each
+    // kRecheckSweeps after.
+    void recheckEnd() {
+        if (++quiet_sweeps_ < kRecheckSweeps) return;
+        quiet_sweeps_ = 0;
+        rearmRead(socket_);
     }
 
     DeadlineList& list_;
@@ -189,11 +187,7 @@ private:
     bool timed_out_ = false;
     bool drain_aware_ = false;
     bool checked_ = false;
-    // For the sweep's end-of-stream check: reads started, the count the last
-    // sweep saw, and when the pending one is re-armed if it still waits.
-    uint32_t reads_ = 0;
-    uint32_t swept_reads_ = 0;
-    clock::time_point recheck_at_{};
+    uint8_t quiet_sweeps_ = 0;  // recheckEnd; in what was padding
     TimedSocket* prev_ = nullptr;
     TimedSocket* next_ = nullptr;
 };
@@ -221,7 +215,7 @@ inline size_t DeadlineList::sweep(std::chrono::steady_clock::time_point now) {
             s->expire();
             ++expired;
         } else if (s->checked_) {
-            s->recheckEnd(now);
+            s->recheckEnd();
         }
     }
     return expired;

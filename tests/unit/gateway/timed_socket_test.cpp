@@ -430,7 +430,7 @@ TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
 // (TimedSocket::readDrainAwareChecked): after a short read the next read
 // waits for an event instead of trying recv() first, and an end of stream
 // that came with the short read's bytes raises none. The sweep re-arms a
-// read that has waited TimedSocket::kRecheck, and the end is seen then,
+// read still waiting after TimedSocket::kRecheckSweeps sweeps, and the end is seen then,
 // long before the deadline.
 TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) {
     Loopback l;
@@ -455,11 +455,9 @@ TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) 
     l.io.run_for(300ms);  // no sweep: nothing wakes the read
     EXPECT_FALSE(done) << "the read tried a recv() first: " << result.message();
     l.io.restart();
-    const auto start = std::chrono::steady_clock::now();
     l.runSweeping(done);
     ASSERT_TRUE(done);
     EXPECT_EQ(result, net::error::eof) << result.message();  // not the deadline's timeout
-    EXPECT_GE(std::chrono::steady_clock::now() - start, TimedSocket::kRecheck - 100ms);
 }
 
 // Re-arming a socket whose read waits with nothing there changes nothing:
@@ -478,7 +476,7 @@ TEST(TimedSocket, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
         n = bytes;
         done = true;
     });
-    net::steady_timer later(l.io, TimedSocket::kRecheck + 500ms);  // after one recheck
+    net::steady_timer later(l.io, TimedSocket::kRecheckSweeps * 10ms * 3 / 2);  // after one recheck
     later.async_wait([&](const error_code&) { net::write(l.server, net::buffer("late", 4)); });
     l.io.restart();
     l.runSweeping(done);
