@@ -18,6 +18,7 @@
 #include <functional>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <thread>
 #include <tuple>
 #include <utility>
@@ -216,6 +217,15 @@ void pollWithWork(Loopback& l) {
     l.io.poll();
 }
 
+// The peer sends `bytes` and ends its side; both have arrived, and the
+// io_context has taken in their readiness event, before any read starts.
+void bytesThenEnd(Loopback& l, std::string_view bytes) {
+    net::write(l.server, net::buffer(bytes));
+    l.server.shutdown(tcp::socket::shutdown_send);
+    std::this_thread::sleep_for(50ms);
+    pollWithWork(l);
+}
+
 }  // namespace
 
 TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
@@ -310,10 +320,7 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
     {
         Loopback l;
         l.client->readDrainAware();
-        net::write(l.server, net::buffer("request", 7));
-        l.server.shutdown(tcp::socket::shutdown_send);
-        std::this_thread::sleep_for(50ms);  // the end has arrived,
-        pollWithWork(l);                    // and its readiness event is consumed here
+        bytesThenEnd(l, "request");
         auto [ec1, got] = readOnce(l, 4096);
         EXPECT_EQ(got, "request");
         auto [result, n] = readWithDeadline(l, 1);
@@ -328,10 +335,7 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
 TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
     {
         Loopback l;
-        net::write(l.server, net::buffer("answer", 6));
-        l.server.shutdown(tcp::socket::shutdown_send);
-        std::this_thread::sleep_for(50ms);  // the end has arrived,
-        pollWithWork(l);                    // and its readiness event is consumed here
+        bytesThenEnd(l, "answer");
         auto [ec1, got] = readOnce(l, 4096);
         EXPECT_FALSE(ec1);
         EXPECT_EQ(got, "answer");
@@ -341,10 +345,7 @@ TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
     }
     {
         Loopback l;
-        net::write(l.server, net::buffer("answer", 6));
-        l.server.shutdown(tcp::socket::shutdown_send);
-        std::this_thread::sleep_for(50ms);
-        pollWithWork(l);
+        bytesThenEnd(l, "answer");
         std::string got;
         error_code end;
         bool done = false;
@@ -435,10 +436,7 @@ TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
 TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) {
     Loopback l;
     l.client->readDrainAwareChecked(true);
-    net::write(l.server, net::buffer("event", 5));
-    l.server.shutdown(tcp::socket::shutdown_send);
-    std::this_thread::sleep_for(50ms);  // the end has arrived,
-    pollWithWork(l);                    // and its readiness event is consumed here
+    bytesThenEnd(l, "event");
     auto [ec1, got] = readOnce(l, 4096);
     EXPECT_FALSE(ec1);
     EXPECT_EQ(got, "event");  // short: the next read waits for an event
