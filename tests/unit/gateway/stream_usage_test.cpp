@@ -166,6 +166,29 @@ TEST(SseUsageParser, NullUsageShortcutDoesNotHideARealUsage) {
     EXPECT_EQ(p.droppedEvents(), 2u);
 }
 
+TEST(SseUsageParser, KeysAndLineEndsAreFoundAtEveryOffset) {
+    // The searches for "usage", "[DONE]" and the line ends go sixteen bytes
+    // at a time: each is moved across every offset of two such blocks, with
+    // near misses ("usag", a quote before "u" elsewhere) in front.
+    for (size_t pad = 0; pad < 40; ++pad) {
+        const std::string filler = "\\\"u\\\"usag" + std::string(pad, 'x');  // \"u\"usag (escaped quotes)
+        const std::string real = "data: {\"id\":\"" + filler +
+                                 "\",\"choices\":[],\"usage\":{\"prompt_tokens\":7,\"completion_tokens\":2}}\n\n";
+        const std::string null_usage = "data: {\"id\":\"" + filler + "\",\"choices\":[],\"usage\":null}\n\n";
+        const std::string done = "data: " + std::string(pad, ' ') + "[DONE]\r\n\r\n";
+        SseUsageParser p;
+        p.observe(null_usage);
+        EXPECT_FALSE(p.usage()) << pad;
+        p.observe(real);
+        EXPECT_EQ(p.usage(), (Usage{7, 2, 0})) << pad;
+        EXPECT_TRUE(p.sawUsageOnlyChunk()) << pad;
+        EXPECT_EQ(p.sawDone(), false) << pad;
+        p.observe(done);
+        EXPECT_EQ(p.sawDone(), pad == 0) << pad;  // the data is "[DONE]" only without the padding
+        EXPECT_EQ(sseEventData("data: " + filler + "\r\ndata:" + filler + "\n"), filler + "\n" + filler) << pad;
+    }
+}
+
 TEST(SseUsageParser, UsageOnEveryChunkIsNotDropped) {
     // continuous_usage_stats: usage rides on content chunks; only the
     // empty-choices chunk is the extra one.
