@@ -4,6 +4,7 @@ timing on a shared machine (docs/BENCHMARKS.md, issue 18).
 
     tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
     tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
+    tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] --streams 50 [--seconds 8] [--top 12]
 
 Starts dpgate-sim and the dpgate binary (default build/bin/dpgate, one worker
 thread) under valgrind's callgrind, warms up with wrk for 3 s, zeroes the
@@ -11,6 +12,13 @@ counters, runs wrk -c4 (--connections) with tests/bench/proxy/bench_post.lua, du
 prints the instructions (Ir) per request and the dump's path, for
 callgrind_annotate --inclusive=yes. --peer measures HAProxy (nbthread 1) or
 nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
+
+--streams N measures a stream's events instead: N concurrent SSE streams
+(bench_proxy.stream_run, 16 tokens each at 20 ms per token) for --seconds,
+and prints instructions per SSE event relayed (the events and the [DONE]
+one of every stream completed, so each also carries its share of the
+stream's connection and request) and the --top functions by inclusive
+instructions per event (docs/BENCHMARKS.md, twenty-first round).
 
 --footprint also records instruction addresses (--dump-instr=yes) and prints
 the code the measured run executed: distinct 64-byte lines and 4 KiB pages,
@@ -69,6 +77,30 @@ def under_load(pid: int, url: str, seconds: int, connections: int) -> int:
     subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
     time.sleep(1)
     return int(re.search(r"(\d+) requests in", out).group(1))
+
+
+def under_streams(pid: int, port: int, seconds: int, streams: int) -> int:
+    """As under_load, with `streams` concurrent SSE streams; returns the SSE
+    events of the measured run."""
+    bench_proxy.stream_run(port, min(streams, 20), 3, [])
+    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True)
+    run = bench_proxy.stream_run(port, streams, seconds, [])
+    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
+    time.sleep(1)
+    return run["streams"] * (run["events"] + 1)
+
+
+def top_functions(dump: str, per: int, top: int) -> list[tuple[float, str]]:
+    """The `top` functions of the program's own code by inclusive
+    instructions, per `per` (callgrind_annotate --inclusive=yes)."""
+    out = subprocess.run(["callgrind_annotate", "--inclusive=yes", "--threshold=100", dump],
+                         capture_output=True, text=True).stdout
+    rows = []
+    for line in out.splitlines():
+        m = re.match(r"\s*([\d,]+) \(\s*[\d.]+%\)\s+\S*?:(dpgate::.*?)( \[.*)?$", line)
+        if m:
+            rows.append((int(m.group(1).replace(",", "")) / per, m.group(2)))
+    return rows[:top]
 
 
 def event_totals(dump: str) -> dict[str, int]:
@@ -166,6 +198,8 @@ def main() -> int:
     ap.add_argument("--branch-sim", action="store_true",
                     help="also simulate branch prediction and print mispredicted conditional and indirect "
                          "branches per request")
+    ap.add_argument("--streams", type=int, default=0, help="N concurrent SSE streams instead of wrk: per SSE event")
+    ap.add_argument("--top", type=int, default=12, help="with --streams: how many functions to list")
     ap.add_argument("--l2-kib", type=int,
                     help="with --cache-sim: simulate a second level of this many KiB (8-way, 64 B lines) as the "
                          "last level, so that DLmr/DLmw count its misses")
@@ -180,7 +214,11 @@ def main() -> int:
             valgrind.append(f"--LL={args.l2_kib * 1024},8,64")
     if args.branch_sim:
         valgrind.append("--branch-sim=yes")
-    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS) as sim:
+    sim_args = {"decode_us_per_token": 20_000} if args.streams else {}
+    with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS, **sim_args) as sim:
+        if args.peer and args.streams:
+            print("--streams measures dpgate only", file=sys.stderr)
+            return 2
         if args.peer:
             name = args.peer
             port = free_port()
@@ -199,14 +237,21 @@ def main() -> int:
             wrapper.chmod(0o755)
             config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
             with Gateway(config, binary=wrapper, timeout=120) as gw:
-                requests = under_load(gw.pid, f"http://127.0.0.1:{gw.port}", args.seconds, args.connections)
+                if args.streams:
+                    requests = under_streams(gw.pid, gw.port, args.seconds, args.streams)
+                else:
+                    requests = under_load(gw.pid, f"http://127.0.0.1:{gw.port}", args.seconds, args.connections)
     dumps = sorted(glob.glob(f"{out_dir}/callgrind.out.*.1"), key=os.path.getmtime)
     if not dumps or requests == 0:
         print("no callgrind dump or no requests", file=sys.stderr)
         return 1
     counts = event_totals(dumps[0])
     total = counts["Ir"]
-    print(f"{name}: {requests} requests, {total} Ir, {total // requests} Ir per request; dump {dumps[0]}")
+    unit = "SSE event" if args.streams else "request"
+    print(f"{name}: {requests} {unit}s, {total} Ir, {total // requests} Ir per {unit}; dump {dumps[0]}")
+    if args.streams:
+        for per_event, function in top_functions(dumps[0], requests, args.top):
+            print(f"  {per_event:9.0f}  {function[:140]}")
     if args.cache_sim:
         # D1mr/D1mw: first-level data misses on reads/writes; DLmr/DLmw: last-level ones.
         print("  per request: " + ", ".join(f"{event} {counts[event] / requests:.1f}"
