@@ -314,7 +314,9 @@ def stream_run(port: int, streams: int, seconds: float, pids: list[int]) -> dict
     cpu_per_1k = (cpu_seconds(pids) - cpu_before) / len(finished) * 1000 if pids else float("nan")
     events = min(len(f) for f in finished)
     by_event = [sorted(f[k] for f in finished) for k in range(events)]
-    return {"streams": len(finished), "events": events, "cpu_per_1k": cpu_per_1k,
+    # relayed: every SSE event of every stream completed ("data: [DONE]" is one of them).
+    return {"streams": len(finished), "events": events, "relayed": sum(len(f) for f in finished),
+            "cpu_per_1k": cpu_per_1k,
             "p50_ms": [e[len(e) // 2] * 1000 for e in by_event],
             "p99_ms": [e[min(len(e) - 1, len(e) * 99 // 100)] * 1000 for e in by_event]}
 

@@ -15,8 +15,8 @@ nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
 
 --streams N measures a stream's events instead: N concurrent SSE streams
 (bench_proxy.stream_run, 16 tokens each at 20 ms per token) for --seconds,
-and prints instructions per SSE event relayed (the events and the [DONE]
-one of every stream completed, so each also carries its share of the
+and prints instructions per SSE event relayed (every event of every stream
+completed, the [DONE] one included, so each also carries its share of the
 stream's connection and request) and the --top functions by inclusive
 instructions per event (docs/BENCHMARKS.md, twenty-first round).
 
@@ -67,27 +67,33 @@ import bench_proxy  # noqa: E402
 LUA = Path(__file__).resolve().parent / "bench_post.lua"
 
 
-def under_load(pid: int, url: str, seconds: int, connections: int) -> int:
-    """Warms up, zeroes the counters of the callgrind in `pid`, loads `url`
-    over `connections`, dumps; returns the requests of the measured run."""
-    load = ["wrk", "-t1", f"-c{connections}", "-s", str(LUA), url]
-    subprocess.run(load + ["-d3s"], capture_output=True, check=True)
+def measured(pid: int, warm, load) -> int:
+    """Runs `warm()`, zeroes the counters of the callgrind in `pid`, runs
+    `load()`, dumps; returns what `load` returned (the measured run's
+    requests or SSE events)."""
+    warm()
     subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True)
-    out = subprocess.run(load + [f"-d{seconds}s"], capture_output=True, text=True, check=True).stdout
+    done = load()
     subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
     time.sleep(1)
-    return int(re.search(r"(\d+) requests in", out).group(1))
+    return done
+
+
+def under_load(pid: int, url: str, seconds: int, connections: int) -> int:
+    """wrk over `connections` (3 s to warm up): the requests of the measured run."""
+    load = ["wrk", "-t1", f"-c{connections}", "-s", str(LUA), url]
+
+    def run() -> int:
+        out = subprocess.run(load + [f"-d{seconds}s"], capture_output=True, text=True, check=True).stdout
+        return int(re.search(r"(\d+) requests in", out).group(1))
+
+    return measured(pid, lambda: subprocess.run(load + ["-d3s"], capture_output=True, check=True), run)
 
 
 def under_streams(pid: int, port: int, seconds: int, streams: int) -> int:
-    """As under_load, with `streams` concurrent SSE streams; returns the SSE
-    events of the measured run."""
-    bench_proxy.stream_run(port, min(streams, 20), 3, [])
-    subprocess.run(["callgrind_control", "-z", str(pid)], capture_output=True, check=True)
-    run = bench_proxy.stream_run(port, streams, seconds, [])
-    subprocess.run(["callgrind_control", "-d", str(pid)], capture_output=True, check=True)
-    time.sleep(1)
-    return run["streams"] * (run["events"] + 1)
+    """`streams` concurrent SSE streams: the SSE events of the measured run."""
+    return measured(pid, lambda: bench_proxy.stream_run(port, min(streams, 20), 3, []),
+                    lambda: bench_proxy.stream_run(port, streams, seconds, [])["relayed"])
 
 
 def top_functions(dump: str, per: int, top: int) -> list[tuple[float, str]]:
@@ -204,6 +210,9 @@ def main() -> int:
                     help="with --cache-sim: simulate a second level of this many KiB (8-way, 64 B lines) as the "
                          "last level, so that DLmr/DLmw count its misses")
     args = ap.parse_args()
+    if args.peer and args.streams:
+        print("--streams measures dpgate only", file=sys.stderr)
+        return 2
     out_dir = Path(tempfile.mkdtemp(prefix="dpgate-callgrind-"))
     valgrind = ["valgrind", "--tool=callgrind", f"--callgrind-out-file={out_dir}/callgrind.out.%p"]
     if args.footprint or args.locked:
@@ -216,9 +225,6 @@ def main() -> int:
         valgrind.append("--branch-sim=yes")
     sim_args = {"decode_us_per_token": 20_000} if args.streams else {}
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS, **sim_args) as sim:
-        if args.peer and args.streams:
-            print("--streams measures dpgate only", file=sys.stderr)
-            return 2
         if args.peer:
             name = args.peer
             port = free_port()

@@ -15,7 +15,7 @@ epoll_wait, each per request wrk completed. A failed read costs a whole
 system call and does nothing; nginx and HAProxy wait for epoll instead.
 With --streams N, the load is N concurrent SSE streams instead
 (bench_proxy.stream_run: 16 tokens each, one event per --stream-token-ms), and
-the counts are per SSE event the proxy relayed (events + the [DONE] one).
+the counts are per SSE event the proxy relayed (the [DONE] one included).
 Needs perf and tracepoint access (root, or kernel.perf_event_paranoid <= -1).
 """
 
@@ -59,7 +59,7 @@ def count(pids: list[int], port: int, connections: int, seconds: int, streams: i
     time.sleep(0.5)  # perf attached before the load starts
     if streams:
         run = bench_proxy.stream_run(port, streams, seconds, pids)
-        requests = run["streams"] * (run["events"] + 1)
+        requests = run["relayed"]
     else:
         requests = bench_proxy.wrk(port, connections, seconds)["requests"]
     perf.send_signal(signal.SIGINT)
