@@ -7,11 +7,12 @@ on the same simulator; then 500 concurrent SSE streams through each.
                                      [--streams 500] [--stream-seconds 8]
                                      [--baseline OLD/build/bin/dpgate]
 
-Rounds interleave the targets so that machine noise hits each alike; the
-tables report the median of the rounds, and ratios computed per round (each
-compares runs a few seconds apart) then their median, with the median's
-95 % interval for requests per CPU second (median_interval: from 6 rounds;
-with 8 it spans the smallest to the largest round).
+Rounds interleave the targets so that machine noise hits each alike, each
+round starting one target further along; the tables report the median of
+the rounds, and ratios computed per round (each compares runs a few seconds
+apart) then their median, with the median's 95 % interval for requests per
+CPU second and for p99 (median_interval: from 6 rounds; with 8 it spans the
+smallest to the largest round).
 
 Requests: wrk -t2, a small non-streaming chat. Per target: requests/s,
 p50/p99 and the proxy's CPU seconds per 1,000 requests, read from
@@ -156,12 +157,14 @@ def wrk(port: int, connections: int, seconds: int, pids: list[int] | None = None
     # CPU seconds the proxy spent per 1,000 requests: steadier than req/s on
     # a shared machine, since it does not count time the proxy waited.
     cpu_per_1k = (cpu_seconds(pids) - cpu_before) / requests * 1000 if pids else float("nan")
+    return {"rps": rps, "p50_ms": percentile_ms(out, 50), "p99_ms": percentile_ms(out, 99), "cpu_per_1k": cpu_per_1k,
+            "requests": requests}
 
-    def pct(p: str) -> float:
-        value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", out, re.M).groups()
-        return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
-    return {"rps": rps, "p50_ms": pct("50"), "p99_ms": pct("99"), "cpu_per_1k": cpu_per_1k, "requests": requests}
+def percentile_ms(wrk_output: str, p: int) -> float:
+    """The p-th percentile latency in ms from the distribution wrk --latency prints."""
+    value, unit = re.search(rf"^\s+{p}%\s+([\d.]+)(us|ms|s)\s*$", wrk_output, re.M).groups()
+    return float(value) * {"us": 0.001, "ms": 1.0, "s": 1000.0}[unit]
 
 
 def bench_config(sim: Sim, workers: int, access_log: Path | None = None) -> dict:
@@ -349,6 +352,19 @@ def median_interval(values: list[float], confidence: float = 0.95) -> tuple[floa
     return (xs[k - 1], xs[n - k]) if k else None
 
 
+def p99_verdict(ratios: list[float]) -> str:
+    """dpgate's p99 over the peer's, per round: the median with its 95 %
+    interval, and what the interval says: lower (all of it below 1),
+    higher (all of it above 1) or level."""
+    median = statistics.median(ratios)
+    interval = median_interval(ratios)
+    if interval is None:
+        return f"{median:.2f}x"
+    low, high = interval
+    word = "lower" if high < 1 else "higher" if low > 1 else "level"
+    return f"{median:.2f}x [95 % interval {low:.2f}-{high:.2f}: {word}]"
+
+
 def verdict(ratios: list[float]) -> str:
     """The median ratio with its 95 % interval, and what the interval says:
     ahead (all of it above 1), behind (all of it below 1) or level."""
@@ -359,6 +375,15 @@ def verdict(ratios: list[float]) -> str:
     low, high = interval
     word = "ahead" if low > 1 else "behind" if high < 1 else "level"
     return f"{median:.3f}x [95 % interval {low:.3f}-{high:.3f}: {word}]"
+
+
+def rotated(targets: dict, i: int) -> list:
+    """The targets in the order round i runs them: each round starts one
+    further along, so no target always runs first, or always right after the
+    same neighbour (whose connections and caches it would inherit)."""
+    order = list(targets.items())
+    k = i % len(order)
+    return order[k:] + order[:k]
 
 
 def per_round(by_target: dict, a: str, b: str, f) -> list[float]:
@@ -385,7 +410,7 @@ def report_requests(results: dict, args) -> None:
             p99 = per_round(by_target, "dpgate", peer, lambda d, p: d["p99_ms"] / p["p99_ms"])
             print(f"{c:>5} dpgate/{peer}: req/s per CPU s {verdict(eff)} "
                   f"(rounds {' '.join(f'{r:.2f}' for r in eff)}); req/s {statistics.median(rps):.2f}x; "
-                  f"p99 {statistics.median(p99):.2f}x (rounds {' '.join(f'{r:.2f}' for r in p99)})")
+                  f"p99 {p99_verdict(p99)} (rounds {' '.join(f'{r:.2f}' for r in p99)})")
 
 
 def report_streams(streams: dict, args) -> None:
@@ -430,8 +455,8 @@ def main() -> int:
                 wrk(port, 32, 1)
             for c in connections:
                 results[c] = {name: [] for name in targets}
-                for _ in range(args.rounds):
-                    for name, port in targets.items():
+                for i in range(args.rounds):
+                    for name, port in rotated(targets, i):
                         results[c][name].append(wrk(port, c, args.seconds, pids[name], name))
         report_requests(results, args)
 
@@ -441,8 +466,8 @@ def main() -> int:
                  decode_us_per_token=args.stream_token_ms * 1000) as sim, \
                 proxies(sim, args.workers, args.baseline) as (targets, pids):
             streams = {name: [] for name in targets}
-            for _ in range(args.rounds):
-                for name, port in targets.items():
+            for i in range(args.rounds):
+                for name, port in rotated(targets, i):
                     streams[name].append(stream_run(port, args.streams, args.stream_seconds, pids[name]))
         report_streams(streams, args)
     if args.json:

@@ -20,6 +20,11 @@ ahead or behind only when the whole interval is.
 The proxies compete for the same 2 CPUs, so figures are higher than one
 proxy alone; compare ratios, not absolute values, with bench_proxy.py.
 
+wrk's p99 latency is compared the same way, round by round (dpgate's over
+each peer's, with the median's interval). All at once, each proxy gets
+about the same share of the CPUs, so a proxy that does more with its share
+also answers sooner.
+
 With --close every request comes on a connection of its own (wrk sends
 "Connection: close"): what accepting and closing a connection costs, as for
 clients that do not keep connections alive (curl in a loop).
@@ -107,6 +112,7 @@ def main() -> int:
     unit = "SSE event" if args.streams else "request"
 
     per_request: dict[str, list[float]] = {}
+    p99: dict[str, list[float]] = {}  # ms, per round
     ticks: dict[str, list[int]] = {}  # user, system, requests over all rounds
     sim_args = {"decode_us_per_token": args.stream_token_ms * 1000} if args.streams else {}
     with Sim(threads=1, max_output=16, extra_args=EXACT_SIM_COUNTS, **sim_args) as sim, \
@@ -133,7 +139,7 @@ def main() -> int:
                 loads = {name: stream_load(port, args.streams, args.seconds) for name, port in ports.items()}
             else:
                 loads = {name: subprocess.Popen(
-                    ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s",
+                    ["wrk", "-t1", f"-c{args.connections}", f"-d{args.seconds}s", "--timeout", "10s", "--latency",
                      *(["-H", "Connection: close"] if args.close else []),
                      "-s", str(bench_proxy.LUA), f"http://127.0.0.1:{port}"], stdout=subprocess.PIPE, text=True)
                     for name, port in ports.items()}
@@ -149,6 +155,8 @@ def main() -> int:
                 done = (json.loads(out)["events"] if args.streams
                         else int(re.search(r"(\d+) requests in", out).group(1)))
                 per_request.setdefault(name, []).append((after[name] - before[name]) / done / 1e3)
+                if not args.streams:
+                    p99.setdefault(name, []).append(bench_proxy.percentile_ms(out, 99))
                 total = ticks.setdefault(name, [0, 0, 0])
                 total[0] += ticks_after[name][0] - ticks_before[name][0]
                 total[1] += ticks_after[name][1] - ticks_before[name][1]
@@ -169,6 +177,14 @@ def main() -> int:
         ratios = [other / mine for other, mine in zip(values, per_request["dpgate"])]
         print(f"  {name}/dpgate CPU per {unit}: median {bench_proxy.verdict(ratios)} "
               f"(below 1: {name} uses less); rounds {[round(r, 3) for r in ratios]}")
+    if p99:
+        print("p99 latency (ms, median of rounds) and dpgate's over each other's, per round")
+        for name, values in p99.items():
+            print(f"  {name:10s} p99 {statistics.median(values):6.2f}")
+        for name, values in p99.items():
+            if name != "dpgate":
+                ratios = [mine / other for mine, other in zip(p99["dpgate"], values)]
+                print(f"  dpgate/{name} p99: {bench_proxy.p99_verdict(ratios)}")
     return 0
 
 
