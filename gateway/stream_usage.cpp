@@ -31,7 +31,9 @@ size_t findIn(std::string_view text, std::string_view needle, size_t from = 0) {
 #if defined(__SSE2__)
     const __m128i first = _mm_set1_epi8(needle[0]);
     const __m128i second = _mm_set1_epi8(needle[1]);
-    for (; i + 16 <= last + 1 && i + 17 <= text.size(); i += 16) {
+    // Sixteen candidate starts at a time, all at or before `last`; the
+    // second load reads one byte further, which n >= 2 keeps inside text.
+    for (; i + 16 <= last + 1; i += 16) {
         const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
         const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i + 1));
         auto pairs = unsigned(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, second))));

@@ -352,29 +352,23 @@ def median_interval(values: list[float], confidence: float = 0.95) -> tuple[floa
     return (xs[k - 1], xs[n - k]) if k else None
 
 
-def p99_verdict(ratios: list[float]) -> str:
-    """dpgate's p99 over the peer's, per round: the median with its 95 %
-    interval, and what the interval says: lower (all of it below 1),
-    higher (all of it above 1) or level."""
-    median = statistics.median(ratios)
-    interval = median_interval(ratios)
-    if interval is None:
-        return f"{median:.2f}x"
-    low, high = interval
-    word = "lower" if high < 1 else "higher" if low > 1 else "level"
-    return f"{median:.2f}x [95 % interval {low:.2f}-{high:.2f}: {word}]"
-
-
-def verdict(ratios: list[float]) -> str:
+def verdict(ratios: list[float], above: str = "ahead", below: str = "behind", digits: int = 3) -> str:
     """The median ratio with its 95 % interval, and what the interval says:
-    ahead (all of it above 1), behind (all of it below 1) or level."""
+    `above` (all of it above 1), `below` (all of it below 1) or level. For
+    CPU ratios (higher is dpgate's better) ahead/behind; for dpgate's p99
+    over a peer's, higher/lower with two digits."""
     median = statistics.median(ratios)
     interval = median_interval(ratios)
     if interval is None:
-        return f"{median:.3f}x"
+        return f"{median:.{digits}f}x"
     low, high = interval
-    word = "ahead" if low > 1 else "behind" if high < 1 else "level"
-    return f"{median:.3f}x [95 % interval {low:.3f}-{high:.3f}: {word}]"
+    word = above if low > 1 else below if high < 1 else "level"
+    return f"{median:.{digits}f}x [95 % interval {low:.{digits}f}-{high:.{digits}f}: {word}]"
+
+
+def p99_verdict(ratios: list[float]) -> str:
+    """verdict() of dpgate's p99 over a peer's, round by round."""
+    return verdict(ratios, above="higher", below="lower", digits=2)
 
 
 def rotated(targets: dict, i: int) -> list:
