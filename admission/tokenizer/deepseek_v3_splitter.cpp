@@ -1,5 +1,9 @@
 #include "admission/tokenizer/deepseek_v3_splitter.hpp"
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 #include "admission/tokenizer/unicode_classes.hpp"
 #include "admission/tokenizer/utf8.hpp"
 
@@ -27,6 +31,9 @@ constexpr std::uint16_t kL = kClassL, kM = kClassM, kN = kClassN, kP = kClassP, 
 
 struct AsciiTable {
     std::uint16_t flags[128];
+    // Whether [\p{L}\p{M}] is [A-Za-z] in ASCII, as asciiLetterRunEnd assumes:
+    // a regenerated class table that disagrees turns the block scan off.
+    bool letters_are_az = true;
     AsciiTable() {
         for (unsigned c = 0; c < 128; ++c) {
             std::uint16_t f = unicodeClasses(c);
@@ -38,6 +45,7 @@ struct AsciiTable {
             }
             if (c == ' ') f |= kSpaceChar;
             flags[c] = f;
+            if (((f & (kClassL | kClassM)) != 0) != ((f & kAsciiLetter) != 0)) letters_are_az = false;
         }
     }
 };
@@ -155,6 +163,29 @@ private:
 // Follows matchAt's alternatives in order.
 inline bool asciiHas(unsigned char b, std::uint16_t mask) { return b < 0x80 && (kAscii.flags[b] & mask); }
 
+// The first offset from j (up to n) whose byte is not an ASCII character of
+// `letters`: kAsciiLetter ([A-Za-z]) or kL | kM, the same set unless the class
+// table says otherwise (AsciiTable checks). Sixteen bytes at a time: the end
+// of a word, byte by byte, was an unpredictable branch per piece.
+inline std::uint32_t asciiLetterRunEnd(const unsigned char* s, std::uint32_t j, std::uint32_t n,
+                                       std::uint16_t letters) {
+#if defined(__SSE2__)
+    while ((letters == kAsciiLetter || kAscii.letters_are_az) && j + 16 <= n) {
+        const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j));
+        // Fold case ('A'..'Z' -> 'a'..'z'), then 'a'..'z' + 31 is the signed
+        // range -128..-103 and nothing else lands there.
+        const __m128i folded = _mm_or_si128(bytes, _mm_set1_epi8(0x20));
+        const __m128i shifted = _mm_add_epi8(folded, _mm_set1_epi8(31));
+        const __m128i letters = _mm_cmplt_epi8(shifted, _mm_set1_epi8(-102));
+        const unsigned others = ~static_cast<unsigned>(_mm_movemask_epi8(letters)) & 0xffffu;
+        if (others != 0) return j + static_cast<std::uint32_t>(__builtin_ctz(others));
+        j += 16;
+    }
+#endif
+    while (j < n && asciiHas(s[j], letters)) ++j;
+    return j;
+}
+
 inline std::uint32_t asciiPieceEnd(const unsigned char* s, std::uint32_t pos, std::uint32_t n) {
     const std::uint16_t f0 = kAscii.flags[s[pos]];
     const std::uint32_t e0 = pos + 1;
@@ -167,11 +198,11 @@ inline std::uint32_t asciiPieceEnd(const unsigned char* s, std::uint32_t pos, st
         return j < pos + 3 && open() ? 0 : j;
     }
     if (f0 & kAsciiPunct) {  // [!"#...~][A-Za-z]+, ASCII letters only
-        while (j < n && asciiHas(s[j], kAsciiLetter)) ++j;
+        j = asciiLetterRunEnd(s, j, n, kAsciiLetter);
         if (j > e0) return j;
     }
     if (!(f0 & (kCrLf | kL | kP | kS)) || (f0 & (kL | kM))) {  // [^\r\n\p{L}\p{P}\p{S}]?[\p{L}\p{M}]+
-        while (j < n && asciiHas(s[j], kL | kM)) ++j;
+        j = asciiLetterRunEnd(s, j, n, kL | kM);
         if (open()) return 0;
         if (j > e0 || (f0 & (kL | kM))) return j;
     }

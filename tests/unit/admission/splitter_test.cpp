@@ -76,5 +76,36 @@ TEST(DeepSeekV3Splitter, AsciiFastPathMatchesRegions) {
     }
 }
 
+// Letter runs are found sixteen bytes at a time: a run of every length up to
+// three blocks, ended by every ASCII byte and by non-ASCII characters, after
+// each kind of piece start, gives the pieces of the general path.
+TEST(DeepSeekV3Splitter, LetterRunsOfEveryLengthEndWhereTheGeneralPathEnds) {
+    std::vector<std::string> enders;
+    for (int c = 1; c < 0x80; ++c) enders.emplace_back(1, static_cast<char>(c));
+    for (const char* other : {"é", "\u0301", "你", "\u00a0", "²", "€"}) enders.emplace_back(other);
+    std::vector<std::uint32_t> fast;
+    std::vector<std::uint32_t> regions;
+    for (const std::string_view start : {"", " ", ".", "\t", "_", "\n"}) {
+        for (std::size_t length = 1; length <= 48; ++length) {
+            for (const std::string& ender : enders) {
+                std::string letters;
+                for (std::size_t i = 0; i < length; ++i) letters += static_cast<char>((i % 2 ? 'a' : 'A') + i % 26);
+                // With and without 16 bytes after the end, so both the block
+                // scan and the bytewise tail meet the end.
+                for (const std::string_view tail : {"", "tail of sixteen+"}) {
+                    const std::string text = std::string(start) + letters + ender + std::string(tail);
+                    fast.clear();
+                    regions.clear();
+                    splitDeepSeekV3(text, fast);
+                    splitDeepSeekV3ByRegions(text, regions);
+                    ASSERT_EQ(fast, regions) << "text: " << text;
+                }
+            }
+        }
+    }
+    EXPECT_EQ(split("\\fBidentifier_with_a_very_long_name\\fR"),
+              (Pieces{"\\fBidentifier", "_with", "_a", "_very", "_long", "_name", "\\fR"}));
+}
+
 }  // namespace
 }  // namespace dpgate::admission
