@@ -378,14 +378,14 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
     // seen for the first time the lookups are cache misses, and waiting for
     // each in turn was most of the word cache's cost (perf, issue 18).
     constexpr std::size_t kAhead = 8;
-    std::uint64_t hashes[16];
-    static_assert(std::size(hashes) > kAhead);
+    WordCache::Key keys[16];
+    static_assert(std::size(keys) > kAhead);
     auto prepare = [&](std::size_t k) {
         const std::string_view piece = pieceAt(k);
         if (!cached(piece)) return;
-        const std::uint64_t hash = hash64(piece);
-        hashes[k & 15] = hash;
-        cache->prefetch(hash);
+        const std::size_t readable = text.size() - static_cast<std::size_t>(piece.data() - text.data());
+        keys[k & 15] = WordCache::keyOf(piece, readable);
+        cache->prefetch(keys[k & 15]);
     };
     if (cache != nullptr) {
         for (std::size_t k = 0; k < kAhead && k < count; ++k) prepare(k);
@@ -394,15 +394,15 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
         const std::string_view piece = pieceAt(k);
         if (cache != nullptr && k + kAhead < count) prepare(k + kAhead);
         if (cache != nullptr && cached(piece)) {
-            const std::uint64_t hash = hashes[k & 15];
+            const WordCache::Key& key = keys[k & 15];
             std::uint32_t n = 0;
-            if (const std::uint32_t* ids = cache->find(piece, hash, n)) {
+            if (const std::uint32_t* ids = cache->find(piece, key, n)) {
                 on_piece(ids, n);
                 continue;
             }
             scratch.clear();
             model_.encodePiece(piece, scratch);
-            cache->insert(piece, hash, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
+            cache->insert(piece, key, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
         } else {
             scratch.clear();
             model_.encodePiece(piece, scratch);

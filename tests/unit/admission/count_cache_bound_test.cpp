@@ -2,6 +2,7 @@
 // eviction never changes a count.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "admission/tokenizer/segment_cache.hpp"
@@ -67,12 +68,66 @@ TEST(WordCache, MemoryIsFixedAtConstructionWhateverIsInserted) {
     for (std::uint64_t i = 0; i < 10000; ++i) {
         // Long pieces with many ids fill the arenas long before the entries.
         const std::string piece = std::to_string(i) + std::string(50, 'w');
-        cache.insert(piece, i * 0x9e3779b97f4a7c15ull, ids.data(), static_cast<std::uint32_t>(1 + i % 64));
+        const WordCache::Key key = WordCache::keyOf(piece, piece.size());
+        cache.insert(piece, key, ids.data(), static_cast<std::uint32_t>(1 + i % 64));
         ASSERT_EQ(cache.memoryBytes(), bytes) << "after " << i << " inserts";
         std::uint32_t count = 0;
-        ASSERT_NE(cache.find(piece, i * 0x9e3779b97f4a7c15ull, count), nullptr);
+        ASSERT_NE(cache.find(piece, key, count), nullptr);
         ASSERT_EQ(count, 1 + i % 64);
     }
+}
+
+// A key is read sixteen bytes at a time and masked to the piece: the bytes
+// after a piece, and whether it ends its text, never change it; pieces that
+// differ in any byte or only in length are different entries.
+TEST(WordCache, KeysDependOnThePieceAloneAndTellEveryPieceApart) {
+    std::uint64_t rng = 18;
+    auto next = [&] {
+        rng ^= rng << 13;
+        rng ^= rng >> 7;
+        rng ^= rng << 17;
+        return rng;
+    };
+    WordCache cache(4096);
+    std::vector<std::string> pieces;
+    for (std::size_t length = 1; length <= 40; ++length) {
+        for (int variant = 0; variant < 20; ++variant) {
+            std::string piece;
+            // Few byte values, zero among them, so pieces share prefixes and
+            // padding-like bytes.
+            for (std::size_t i = 0; i < length; ++i) piece += "\0ab\xff"[next() % 4];
+            if (variant == 0) piece.assign(length, '\0');
+            pieces.push_back(piece);
+        }
+    }
+    std::sort(pieces.begin(), pieces.end());
+    pieces.erase(std::unique(pieces.begin(), pieces.end()), pieces.end());
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const std::string& piece = pieces[i];
+        const WordCache::Key alone = WordCache::keyOf(piece, piece.size());
+        for (const char after : {'\0', 'a', '\xff'}) {
+            const std::string text = piece + std::string(32, after);
+            const WordCache::Key in_text =
+                WordCache::keyOf(std::string_view(text).substr(0, piece.size()), text.size());
+            ASSERT_EQ(in_text.word0, alone.word0);
+            ASSERT_EQ(in_text.word1, alone.word1);
+            ASSERT_EQ(in_text.hash, alone.hash);
+        }
+        const auto id = static_cast<std::uint32_t>(i);
+        cache.insert(piece, alone, &id, 1);
+    }
+    for (std::size_t i = 0; i < pieces.size(); ++i) {
+        const std::string text = pieces[i] + "trailing bytes past the piece";
+        const std::string_view piece = std::string_view(text).substr(0, pieces[i].size());
+        std::uint32_t count = 0;
+        const std::uint32_t* ids = cache.find(piece, WordCache::keyOf(piece, text.size()), count);
+        ASSERT_NE(ids, nullptr) << i;
+        ASSERT_EQ(count, 1u);
+        ASSERT_EQ(ids[0], i);
+    }
+    std::uint32_t count = 0;
+    const std::string absent(17, 'c');
+    EXPECT_EQ(cache.find(absent, WordCache::keyOf(absent, absent.size()), count), nullptr);
 }
 
 // Many long conversations interleaved through one counter whose bound holds
