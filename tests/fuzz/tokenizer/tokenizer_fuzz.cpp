@@ -1,6 +1,8 @@
 // Feeds raw bytes to the tokenizer. Invariants checked on every input:
 // invalid UTF-8 is refused by both count and encode; valid input counts to
-// exactly the number of ids encode returns, with or without caches. (Chat
+// exactly the number of ids encode returns, with or without caches; the
+// splitter's fast paths (ASCII pieces, 64-byte windows) give the pieces of
+// its general path. (Chat
 // bodies and the template path are fuzz_admission's and fuzz_template's.)
 //   fuzz_tokenizer tests/fuzz/tokenizer/corpus
 #include <cstdint>
@@ -9,6 +11,7 @@
 #include <filesystem>
 #include <string_view>
 
+#include "admission/tokenizer/deepseek_v3_splitter.hpp"
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/tokenizer/utf8.hpp"
 
@@ -45,6 +48,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     if (a.ok != valid || b.ok != valid || encode_error.has_value() == valid) std::abort();
     if (valid && (a.tokens != ids.size() || b.tokens != ids.size())) std::abort();
     if (valid && !text.empty() && ids.empty()) std::abort();
+    if (valid) {
+        std::vector<std::uint32_t> fast;
+        std::vector<std::uint32_t> regions;
+        splitDeepSeekV3(text, fast);
+        splitDeepSeekV3ByRegions(text, regions);
+        if (fast != regions) std::abort();
+    }
 
     return 0;
 }

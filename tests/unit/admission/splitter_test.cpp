@@ -76,6 +76,40 @@ TEST(DeepSeekV3Splitter, AsciiFastPathMatchesRegions) {
     }
 }
 
+// Sixty-four bytes at a time: texts long enough for several windows, mostly
+// of what windows vouch for (words, numbers of every length, punctuation
+// runs, whitespace runs of every kind), with what they must leave to the
+// byte-wise path (CR/LF after a blank, control characters, non-ASCII
+// letters, numbers, spaces and punctuation) sprinkled in.
+TEST(DeepSeekV3Splitter, WindowsMatchRegions) {
+    const std::vector<std::string_view> common = {
+        "word", "x",  "Identifier", "a",    "the",    "0", "42",  "1234", "1234567", "3.14", " ",   "  ",   "    ",
+        "\t",   "\n", "\r\n",       "\n\n", "\n    ", ".", ",",   "(",    ")",       "->",   "::",  "\\fB", "\\fR",
+        "'",    "\"", "_",          "#",    "{",      "}", ";\n", "==",   "\v",      "\f",   " \t", "\t "};
+    const std::vector<std::string_view> rare = {" \n", "\t\r\n", "  \n ", "\x01", "\x1f", "\x7f", "é",     "ß",
+                                                "²",   "\u00a0", "«",     "—",    "你",   "Ж",    "\u3000"};
+    std::mt19937 rng(64);
+    std::uniform_int_distribution<std::size_t> pick_common(0, common.size() - 1);
+    std::uniform_int_distribution<std::size_t> pick_rare(0, rare.size() - 1);
+    std::uniform_int_distribution<int> percent(0, 99);
+    std::uniform_int_distribution<int> length(20, 160);
+    std::vector<std::uint32_t> fast;
+    std::vector<std::uint32_t> regions;
+    for (int round = 0; round < 40000; ++round) {
+        // Some texts all common, so whole windows are vouched for.
+        const int rare_percent = round % 3 == 0 ? 0 : round % 3 == 1 ? 2 : 10;
+        std::string text;
+        for (int k = length(rng); k > 0; --k) {
+            text += percent(rng) < rare_percent ? rare[pick_rare(rng)] : common[pick_common(rng)];
+        }
+        fast.clear();
+        regions.clear();
+        splitDeepSeekV3(text, fast);
+        splitDeepSeekV3ByRegions(text, regions);
+        ASSERT_EQ(fast, regions) << "text: " << text;
+    }
+}
+
 // Letter runs are found sixteen bytes at a time: a run of every length up to
 // three blocks, ended by every ASCII byte and by non-ASCII characters, after
 // each kind of piece start, gives the pieces of the general path.
