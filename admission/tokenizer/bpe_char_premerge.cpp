@@ -95,8 +95,11 @@ void BpeModel::buildCharPremerge() {
                                         static_cast<unsigned char>(0x80 | (cp & 0x3f))};
         std::array<std::uint32_t, 3> sym = {byte_ids_[bytes[0]], byte_ids_[bytes[1]], byte_ids_[bytes[2]]};
         std::size_t n = 3;
-        std::vector<std::uint32_t> left_edges = {sym[0]};
-        std::vector<std::uint32_t> right_edges = {sym[2]};
+        // Three symbols merge at most twice: three edges each, on the stack
+        // (two small vectors per code point were a third of this function).
+        std::array<std::uint32_t, 3> left_edges = {sym[0]};
+        std::array<std::uint32_t, 3> right_edges = {sym[2]};
+        std::size_t edges = 1;
         std::uint32_t max_rank = 0;
         bool merged_any = false;
         // The same order as mergeLinear: lowest rank, leftmost among equals.
@@ -116,15 +119,18 @@ void BpeModel::buildCharPremerge() {
             --n;
             merged_any = true;
             max_rank = std::max(max_rank, best_rank);
-            left_edges.push_back(sym[0]);
-            right_edges.push_back(sym[n - 1]);
+            left_edges[edges] = sym[0];
+            right_edges[edges] = sym[n - 1];
+            ++edges;
         }
         if (!merged_any) continue;  // starting from the bytes is the same thing
         bool safe = true;
-        for (const std::uint32_t t : left_edges)
-            safe = safe && (t >= id_end || first_as_right[t] == kNone || first_as_right[t] > max_rank);
-        for (const std::uint32_t t : right_edges)
-            safe = safe && (t >= id_end || first_as_left[t] == kNone || first_as_left[t] > max_rank);
+        for (std::size_t e = 0; e < edges; ++e) {
+            const std::uint32_t left = left_edges[e];
+            const std::uint32_t right = right_edges[e];
+            safe = safe && (left >= id_end || first_as_right[left] == kNone || first_as_right[left] > max_rank);
+            safe = safe && (right >= id_end || first_as_left[right] == kNone || first_as_left[right] > max_rank);
+        }
         if (!safe) continue;
         std::uint64_t entry = kUsed | sym[0];
         if (n == 2) entry |= kPremergeTwo | (static_cast<std::uint64_t>(sym[1]) << kIdBits);

@@ -124,17 +124,40 @@ public:
         while (capacity < entries * 2) capacity <<= 1;
         if (capacity > slots_.size()) rehash(capacity);
     }
-    void emplace(std::string_view token, std::uint32_t id) {
-        if ((size_ + 1) * 2 > slots_.size()) rehash(slots_.empty() ? 1024 : slots_.size() * 2);
-        place(token, id);
+    // Entries in order (a repeated token keeps its last id), with each home
+    // slot prefetched kAhead entries early: one cache miss per entry in the
+    // 4 MB table, waited on in turn, was a tenth of the load.
+    void emplaceAll(const std::vector<std::pair<std::string_view, std::uint32_t>>& entries) {
+        // Never more than half full.
+        reserve(size_ + entries.size());
+        constexpr std::size_t kAhead = 16;
+        std::uint64_t hashes[kAhead];
+        for (std::size_t i = 0; i < entries.size() + kAhead; ++i) {
+            std::uint64_t& hash = hashes[i % kAhead];
+            if (i >= kAhead) place(entries[i - kAhead].first, entries[i - kAhead].second, hash);
+            if (i < entries.size()) {
+                hash = hash64(entries[i].first);
+                prefetch(hash);
+            }
+        }
     }
-    const std::uint32_t* find(std::string_view token) const {
+    const std::uint32_t* find(std::string_view token) const { return find(token, hash64(token)); }
+    // With `hash` = hash64(token), computed early for prefetch().
+    const std::uint32_t* find(std::string_view token, std::uint64_t hash) const {
         if (slots_.empty()) return nullptr;
-        for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
+        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
             const Slot& slot = slots_[i];
             if (slot.data == nullptr) return nullptr;
             if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) return &slot.id;
         }
+    }
+    void prefetch(std::uint64_t hash) const {
+        if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
+    }
+    // After prefetch(hash) has had time: the bytes of the token in the home
+    // slot, which find() compares (the parser's buffer, read at random).
+    void prefetchToken(std::uint64_t hash) const {
+        if (!slots_.empty()) __builtin_prefetch(slots_[hash & mask_].data);
     }
     bool contains(std::string_view token) const { return find(token) != nullptr; }
     std::size_t size() const { return size_; }
@@ -151,11 +174,11 @@ private:
         std::uint32_t size = 0;
         std::uint32_t id = 0;
     };
-    void place(std::string_view token, std::uint32_t id) {
+    void place(std::string_view token, std::uint32_t id, std::uint64_t hash) {
         // An empty token still needs a non-null data pointer to mark the slot used.
         static const char kEmpty = 0;
         const char* data = token.empty() ? &kEmpty : token.data();
-        for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
+        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
             Slot& slot = slots_[i];
             if (slot.data == nullptr) {
                 slot = Slot{data, static_cast<std::uint32_t>(token.size()), id};
@@ -174,7 +197,10 @@ private:
         mask_ = capacity - 1;
         size_ = 0;
         for (const Slot& slot : old) {
-            if (slot.data != nullptr) place(std::string_view(slot.data, slot.size), slot.id);
+            if (slot.data != nullptr) {
+                const std::string_view token(slot.data, slot.size);
+                place(token, slot.id, hash64(token));
+            }
         }
     }
     std::vector<Slot> slots_;
@@ -182,31 +208,78 @@ private:
     std::size_t size_ = 0;
 };
 
+struct MergeText {
+    std::string_view left;  // views of the parser's string buffer, like the vocab's keys
+    std::string_view right;
+};
+
 struct ModelParts {
+    std::size_t vocab_hint = 0;  // the expected entries, from the file's size
     Vocab vocab;
     bool have_vocab = false;
-    std::vector<std::pair<std::string, std::string>> pending_merges;  // merges seen before vocab
+    std::vector<MergeText> merge_texts;  // in rank order, resolved to ids once the vocab is read
     std::vector<BpeModel::Merge> merges;
     bool have_merges = false;
 };
 
-std::uint32_t vocabId(const Vocab& vocab, std::string_view token, const char* what) {
-    const std::uint32_t* id = vocab.find(token);
+std::uint32_t vocabId(const Vocab& vocab, std::string_view token, std::uint64_t hash, const char* what) {
+    const std::uint32_t* id = vocab.find(token, hash);
     if (id == nullptr) throw LoadError(std::string("BPE merge ") + what + " not in vocab: " + std::string(token));
     return *id;
 }
 
-void addMerge(ModelParts& parts, std::string_view left, std::string_view right) {
-    if (!parts.have_vocab) {
-        parts.pending_merges.emplace_back(left, right);
-        return;
+// Three vocab lookups per merge (left, right and the two joined), 128K
+// merges: each lookup a cache miss in the 4 MB table, waited on in turn, was
+// a third of the load (issue 18, `dpgate tokens` in a fresh process). The
+// hashes are computed and the slots prefetched kAhead merges early.
+void resolveMerges(ModelParts& parts) {
+    const std::vector<MergeText>& texts = parts.merge_texts;
+    std::size_t joined_bytes = 0;
+    for (const MergeText& t : texts) joined_bytes += t.left.size() + t.right.size();
+    std::string joined;
+    joined.reserve(joined_bytes);
+    std::vector<std::uint32_t> joined_start(texts.size() + 1);
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        joined_start[i] = static_cast<std::uint32_t>(joined.size());
+        joined.append(texts[i].left).append(texts[i].right);
     }
-    const std::uint32_t l = vocabId(parts.vocab, left, "left side");
-    const std::uint32_t r = vocabId(parts.vocab, right, "right side");
-    thread_local std::string joined;
-    joined.assign(left).append(right);
-    const std::uint32_t m = vocabId(parts.vocab, joined, "result");
-    parts.merges.push_back({l, r, m});
+    joined_start[texts.size()] = static_cast<std::uint32_t>(joined.size());
+    auto joinedAt = [&](std::size_t i) {
+        return std::string_view(joined).substr(joined_start[i], joined_start[i + 1] - joined_start[i]);
+    };
+    constexpr std::size_t kAhead = 16;
+    struct Hashes {
+        std::uint64_t left;
+        std::uint64_t right;
+        std::uint64_t merged;
+    };
+    Hashes ring[kAhead];
+    parts.merges.reserve(parts.merges.size() + texts.size());
+    // Merge i's hashes go where merge i - kAhead's were, once it is resolved;
+    // halfway, the slots have arrived and the token bytes they point at are
+    // fetched.
+    for (std::size_t i = 0; i < texts.size() + kAhead; ++i) {
+        Hashes& h = ring[i % kAhead];
+        if (i >= kAhead / 2 && i - kAhead / 2 < texts.size()) {
+            const Hashes& half = ring[(i - kAhead / 2) % kAhead];
+            parts.vocab.prefetchToken(half.left);
+            parts.vocab.prefetchToken(half.right);
+            parts.vocab.prefetchToken(half.merged);
+        }
+        if (i >= kAhead) {
+            const std::size_t k = i - kAhead;
+            const std::uint32_t l = vocabId(parts.vocab, texts[k].left, h.left, "left side");
+            const std::uint32_t r = vocabId(parts.vocab, texts[k].right, h.right, "right side");
+            const std::uint32_t m = vocabId(parts.vocab, joinedAt(k), h.merged, "result");
+            parts.merges.push_back({l, r, m});
+        }
+        if (i < texts.size()) {
+            h = {hash64(texts[i].left), hash64(texts[i].right), hash64(joinedAt(i))};
+            parts.vocab.prefetch(h.left);
+            parts.vocab.prefetch(h.right);
+            parts.vocab.prefetch(h.merged);
+        }
+    }
 }
 
 void readModel(simdjson::ondemand::object model, ModelParts& parts) {
@@ -214,12 +287,15 @@ void readModel(simdjson::ondemand::object model, ModelParts& parts) {
         const std::string_view key = field.unescaped_key();
         simdjson::ondemand::value value = field.value();
         if (key == "vocab") {
+            std::vector<std::pair<std::string_view, std::uint32_t>> entries;
+            entries.reserve(parts.vocab_hint);
             for (auto entry : value.get_object()) {
                 const std::string_view token = entry.unescaped_key();
                 const std::uint64_t id = entry.value().get_uint64();
                 if (id > 0xffffffffull) throw LoadError("vocab id out of range: " + std::to_string(id));
-                parts.vocab.emplace(token, static_cast<std::uint32_t>(id));
+                entries.emplace_back(token, static_cast<std::uint32_t>(id));
             }
+            parts.vocab.emplaceAll(entries);
             parts.have_vocab = true;
         } else if (key == "merges") {
             for (auto item : value.get_array()) {
@@ -229,12 +305,17 @@ void readModel(simdjson::ondemand::object model, ModelParts& parts) {
                     if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
                         throw LoadError("BPE merge is not \"a b\": " + std::string(line));
                     }
-                    addMerge(parts, line.substr(0, space), line.substr(space + 1));
+                    parts.merge_texts.push_back({line.substr(0, space), line.substr(space + 1)});
                 } else {
-                    std::vector<std::string> pair;
-                    for (auto side : item.get_array()) pair.emplace_back(std::string_view(side.get_string()));
-                    if (pair.size() != 2) throw LoadError("BPE merge pair does not have 2 entries");
-                    addMerge(parts, pair[0], pair[1]);
+                    std::string_view pair[2];
+                    std::size_t sides = 0;
+                    for (auto side : item.get_array()) {
+                        const std::string_view text = side.get_string();
+                        if (sides < 2) pair[sides] = text;
+                        ++sides;
+                    }
+                    if (sides != 2) throw LoadError("BPE merge pair does not have 2 entries");
+                    parts.merge_texts.push_back({pair[0], pair[1]});
                 }
             }
             parts.have_merges = true;
@@ -242,8 +323,7 @@ void readModel(simdjson::ondemand::object model, ModelParts& parts) {
             checkModelScalar(key, nlohmann::json::parse(std::string_view(simdjson::to_json_string(value))));
         }
     }
-    for (const auto& [left, right] : parts.pending_merges) addMerge(parts, left, right);
-    parts.pending_merges.clear();
+    if (parts.have_vocab) resolveMerges(parts);
 }
 
 std::vector<AddedToken> readAddedTokens(const nlohmann::json& list) {
@@ -271,7 +351,8 @@ TokenizerLoad build(const simdjson::padded_string& json) {
         simdjson::ondemand::document doc = parser.iterate(json);
         ModelParts parts;
         // tokenizer.json spends about 64 bytes per vocab entry (with its merge).
-        parts.vocab.reserve(json.size() / 64);
+        parts.vocab_hint = json.size() / 64;
+        parts.vocab.reserve(parts.vocab_hint);
         bool have_model = false;
         bool have_pre_tokenizer = false;
         std::vector<AddedToken> added;

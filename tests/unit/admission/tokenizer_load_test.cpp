@@ -125,6 +125,12 @@ TEST(TokenizerLoad, RefusesUnsupportedComponentsByName) {
     EXPECT_NE(with([](auto& j) { j["truncation"] = {{"max_length", 5}}; }).find("truncation"), std::string::npos);
     EXPECT_NE(with([](auto& j) { j["model"]["merges"].push_back("a zz"); }).find("not in vocab: zz"),
               std::string::npos);
+    EXPECT_NE(with([](auto& j) {
+                  j["model"]["merges"].push_back(nlohmann::json::array({"a", "b", "c"}));
+              }).find("does not have 2 entries"),
+              std::string::npos);
+    EXPECT_NE(with([](auto& j) { j["model"]["merges"].push_back("z z"); }).find("result not in vocab: zz"),
+              std::string::npos);
     EXPECT_NE(with([](auto& j) { j["model"]["vocab"].erase("z"); }).find("byte 122"), std::string::npos);
     EXPECT_EQ(loadError(tinyTokenizer()), "");
 }
