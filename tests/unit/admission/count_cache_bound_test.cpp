@@ -13,6 +13,17 @@
 namespace dpgate::admission {
 namespace {
 
+// A fixed pseudo-random sequence, so every run builds the same texts.
+struct XorShift {
+    std::uint64_t state;
+    std::uint64_t operator()() {
+        state ^= state << 13;
+        state ^= state >> 7;
+        state ^= state << 17;
+        return state;
+    }
+};
+
 TEST(SegmentCache, AccountedBytesNeverExceedTheBoundAndOldEntriesAreEvicted) {
     constexpr std::size_t kBound = 64 * 1024;
     SegmentCache cache(kBound);
@@ -81,13 +92,7 @@ TEST(WordCache, MemoryIsFixedAtConstructionWhateverIsInserted) {
 // after a piece, and whether it ends its text, never change it; pieces that
 // differ in any byte or only in length are different entries.
 TEST(WordCache, KeysDependOnThePieceAloneAndTellEveryPieceApart) {
-    std::uint64_t rng = 18;
-    auto next = [&] {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return rng;
-    };
+    XorShift next{18};
     WordCache cache(4096);
     std::vector<std::string> pieces;
     for (std::size_t length = 1; length <= 40; ++length) {
@@ -140,13 +145,7 @@ TEST(TokenCounter, CountsStayExactWhileTheBoundEvicts) {
     TokenCounter bounded(tokenizer, TokenCounterLimits{.cache_bytes = kBound});
     constexpr int kConversations = 40;
     std::vector<std::string> prompts(kConversations, "<｜begin▁of▁sentence｜>You are terse.");
-    std::uint64_t rng = 12345;
-    auto next = [&] {
-        rng ^= rng << 13;
-        rng ^= rng >> 7;
-        rng ^= rng << 17;
-        return rng;
-    };
+    XorShift next{12345};
     const char* words[] = {"count", "token", "naïve", "日本語", "Ünïcode", "  ", "\n", "x=1;", "base64:QUJD", "42"};
     for (int turn = 0; turn < 30; ++turn) {
         for (int c = 0; c < kConversations; ++c) {
