@@ -179,6 +179,18 @@ private:
 // Follows matchAt's alternatives in order.
 inline bool asciiHas(unsigned char b, std::uint16_t mask) { return b < 0x80 && (kAscii.flags[b] & mask); }
 
+#if defined(__SSE2__)
+// Bytes v in [lo, hi], as a compare mask: v - lo + 128 is signed below
+// hi - lo + 1 - 128 exactly then.
+inline __m128i bytesInRange(__m128i v, int lo, int hi) {
+    return _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(128 - lo))),
+                          _mm_set1_epi8(static_cast<char>(hi - lo + 1 - 128)));
+}
+
+// [A-Za-z] among 16 bytes: case folded ('A'..'Z' -> 'a'..'z'), then one range.
+inline __m128i asciiLetters(__m128i v) { return bytesInRange(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z'); }
+#endif
+
 // The first offset from j (up to n) whose byte is not an ASCII character of
 // `letters`: kAsciiLetter ([A-Za-z]) or kL | kM, the same set unless the class
 // table says otherwise (AsciiTable checks). Sixteen bytes at a time: the end
@@ -188,11 +200,7 @@ inline std::uint32_t asciiLetterRunEnd(const unsigned char* s, std::uint32_t j, 
 #if defined(__SSE2__)
     while ((letters == kAsciiLetter || kAscii.letters_are_az) && j + 16 <= n) {
         const __m128i bytes = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + j));
-        // Fold case ('A'..'Z' -> 'a'..'z'), then 'a'..'z' + 31 is the signed
-        // range -128..-103 and nothing else lands there.
-        const __m128i folded = _mm_or_si128(bytes, _mm_set1_epi8(0x20));
-        const __m128i shifted = _mm_add_epi8(folded, _mm_set1_epi8(31));
-        const __m128i is_letter = _mm_cmplt_epi8(shifted, _mm_set1_epi8(-102));
+        const __m128i is_letter = asciiLetters(bytes);
         const unsigned others = ~static_cast<unsigned>(_mm_movemask_epi8(is_letter)) & 0xffffu;
         if (others != 0) return j + static_cast<std::uint32_t>(__builtin_ctz(others));
         j += 16;
@@ -279,18 +287,11 @@ struct WindowMasks {
     std::uint64_t crlf = 0;
 };
 
-// Bytes v in [lo, hi], as a compare mask: v - lo + 128 is signed below
-// hi - lo + 1 - 128 exactly then.
-inline __m128i bytesInRange(__m128i v, int lo, int hi) {
-    return _mm_cmplt_epi8(_mm_add_epi8(v, _mm_set1_epi8(static_cast<char>(128 - lo))),
-                          _mm_set1_epi8(static_cast<char>(hi - lo + 1 - 128)));
-}
-
 inline WindowMasks classifyWindow(const unsigned char* s) {
     WindowMasks m;
     for (unsigned k = 0; k < 4; ++k) {
         const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(s + 16 * k));
-        const __m128i letter = bytesInRange(_mm_or_si128(v, _mm_set1_epi8(0x20)), 'a', 'z');
+        const __m128i letter = asciiLetters(v);
         const __m128i digit = bytesInRange(v, '0', '9');
         const __m128i punct = _mm_andnot_si128(_mm_or_si128(letter, digit), bytesInRange(v, '!', '~'));
         const __m128i space = _mm_cmpeq_epi8(v, _mm_set1_epi8(' '));

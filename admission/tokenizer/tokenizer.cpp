@@ -352,7 +352,6 @@ TokenizerLoad build(const simdjson::padded_string& json) {
         ModelParts parts;
         // tokenizer.json spends about 64 bytes per vocab entry (with its merge).
         parts.vocab_hint = json.size() / 64;
-        parts.vocab.reserve(parts.vocab_hint);
         bool have_model = false;
         bool have_pre_tokenizer = false;
         std::vector<AddedToken> added;
