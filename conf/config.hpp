@@ -197,7 +197,7 @@ struct Config {
     StateConfig state;
     AcceptanceConfig acceptance;
     uint32_t threads = 0;     // 0 = one per core
-    bool huge_pages = true;   // the heap in transparent huge pages (gateway/heap_pages.hpp)
+    bool huge_pages = true;   // heap and code in transparent huge pages (gateway/heap_pages.hpp, code_pages.hpp)
     std::string source_path;  // the file it was loaded from (for reload)
 
     bool operator==(const Config&) const = default;

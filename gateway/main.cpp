@@ -3,6 +3,7 @@
 #include "conf/config.hpp"
 #include "gateway/acceptance/accept_cli.hpp"
 #include "gateway/auth/keys_cli.hpp"
+#include "gateway/code_pages.hpp"
 #include "gateway/ctl/ctl_cli.hpp"
 #include "gateway/heap_pages.hpp"
 #include "gateway/log.hpp"
@@ -140,6 +141,8 @@ int main(int argc, char** argv) {
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();
         gateway::logLine(gateway::LogLevel::info, chooseHeapPages(config.huge_pages));
+        gateway::logLine(gateway::LogLevel::info, config.huge_pages ? gateway::backCodeWithHugePages()
+                                                                    : "code: 4 KiB pages (huge_pages: false)");
         try {
             gateway::Server server(std::move(config), {.ignore_state = ignore_state});
             return server.run();

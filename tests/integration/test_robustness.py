@@ -6,6 +6,8 @@ descriptors must come back to where they were."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import selectors
 import socket
 import sys
@@ -287,6 +289,18 @@ def _anon_huge_kib(pid: int) -> int:
     raise RuntimeError("no AnonHugePages")
 
 
+def _huge_kib_by_mapping(pid: int) -> list[tuple[str, str, str, int]]:
+    """Every mapping of the process: (range, permissions, path, AnonHugePages KiB)."""
+    mappings = []
+    for line in Path(f"/proc/{pid}/smaps").read_text().splitlines():
+        fields = line.split()
+        if fields and not fields[0].endswith(":"):
+            mappings.append([fields[0], fields[1], fields[5] if len(fields) > 5 else "", 0])
+        elif fields and fields[0] == "AnonHugePages:":
+            mappings[-1][3] = int(fields[1])
+    return [tuple(m) for m in mappings]
+
+
 def _thp_mode() -> str:
     try:
         text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
@@ -307,7 +321,9 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
             assert status == 200
         log = gw.process.stderr()
         maps = Path(f"/proc/{gw.pid}/maps").read_text()
-        huge_kib = _anon_huge_kib(gw.pid)
+        # The code's huge pages (the next test) are not the heap's.
+        huge_kib = _anon_huge_kib(gw.pid) - sum(kib for _, perms, _, kib in _huge_kib_by_mapping(gw.pid)
+                                                if "x" in perms)
     if not huge_pages:
         assert "heap: 4 KiB pages (huge_pages: false)" in log, log
         if mode != "always":  # "always" gives the kernel's own huge pages to any large enough region
@@ -324,6 +340,41 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
     assert f"heap: 2 MiB pages where the kernel has them (transparent huge pages: {mode})" in log, log
     # The tokenizer's tables alone fill several; 2 MiB is the least that shows any.
     assert huge_kib >= 2048, f"only {huge_kib} KiB of the heap in huge pages"
+
+
+@pytest.mark.parametrize("huge_pages", [True, False])
+def test_the_code_is_in_huge_pages_unless_configured_off(huge_pages):
+    """huge_pages (default true) also moves dpgate's text into 2 MiB pages
+    at start: the same bytes at the same addresses, now anonymous memory the
+    kernel backs with huge pages, and requests run through it as before."""
+    mode = _thp_mode()
+    with Sim() as sim, Gateway(gateway_config([("primary", sim, "primary")], huge_pages=huge_pages)) as gw:
+        for i in range(50):
+            status, body, _ = gw.json("POST", "/v1/chat/completions", chat_body(f"turn {i}"))
+            assert status == 200, body
+        log = gw.process.stderr()
+        exe = os.readlink(f"/proc/{gw.pid}/exe")
+        mappings = _huge_kib_by_mapping(gw.pid)
+        assert gw.process.alive()
+    from_file = [m for m in mappings if "x" in m[1] and m[2] == exe]
+    anonymous = [m for m in mappings if "x" in m[1] and m[2] == ""]
+    if not huge_pages or mode in ("", "never"):
+        expected = ("code: 4 KiB pages (huge_pages: false)" if not huge_pages else
+                    f"code: 4 KiB pages (the kernel's transparent huge pages are {mode or 'absent'})")
+        assert expected in log, log
+        assert from_file and not anonymous, mappings
+        return
+    said = re.search(r"code: (\d+) MiB of text \((\d+) KiB\) in 2 MiB pages where the kernel has them "
+                     rf"\(transparent huge pages: {mode}\)", log)
+    assert said, log
+    # dpgate's text is several MiB: all of it moved (its segments are aligned
+    # to 2 MiB), so no executable page of the file is left mapped.
+    assert int(said.group(1)) >= 2 and int(said.group(1)) * 1024 >= int(said.group(2)), log
+    assert not from_file, mappings
+    assert len(anonymous) == 1, mappings
+    begin, end = (int(x, 16) for x in anonymous[0][0].split("-"))
+    assert begin % (2 << 20) == 0 and (end - begin) == int(said.group(1)) << 20, anonymous
+    assert anonymous[0][3] >= 2048, f"the moved text has {anonymous[0][3]} KiB in huge pages"
 
 
 def test_concurrent_sse_streams_have_no_errors_and_leave_no_descriptors():

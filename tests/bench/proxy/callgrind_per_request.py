@@ -241,7 +241,9 @@ def main() -> int:
             wrapper = out_dir / "dpgate-under-callgrind.sh"
             wrapper.write_text(f"#!/bin/sh\nexec {' '.join(valgrind)} {args.binary.resolve()} \"$@\"\n")
             wrapper.chmod(0o755)
-            config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"})
+            # huge_pages: false, so that the text stays the file's and callgrind names its functions.
+            config = gateway_config([("primary", sim, "primary")], threads=1, log={"level": "warn", "access": "off"},
+                                    huge_pages=False)
             with Gateway(config, binary=wrapper, timeout=120) as gw:
                 if args.streams:
                     requests = under_streams(gw.pid, gw.port, args.seconds, args.streams)
