@@ -2,23 +2,13 @@
 
 #include "gateway/heap_pages.hpp"
 
+#include <link.h>
+#include <sys/mman.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstring>
-#include <link.h>
-#include <sys/mman.h>
 
 namespace dpgate::gateway {
-
-namespace {
-
-constexpr std::uintptr_t kSmallPageBytes = 4096;
-
-std::string refused(const char* call) {
-    return std::string("code: 4 KiB pages (") + call + ": " + std::strerror(errno) + ")";
-}
-
-}  // namespace
 
 CodeSpan wholeHugePagesWithin(std::uintptr_t begin, std::uintptr_t end) {
     const std::uintptr_t mask = kHugePageBytes - 1;
@@ -29,37 +19,53 @@ CodeSpan wholeHugePagesWithin(std::uintptr_t begin, std::uintptr_t end) {
     return {first, last};
 }
 
-CodeSpan executableText() {
-    CodeSpan text;
+namespace {
+
+constexpr std::uintptr_t kSmallPageBytes = 4096;
+
+// "4 MiB of text (2781 KiB)"
+std::string describe(CodeSpan moved, CodeSpan segment, const char* what) {
+    return std::to_string((moved.end - moved.begin) >> 20) + " MiB of " + what + " (" +
+           std::to_string((segment.end - segment.begin) >> 10) + " KiB)";
+}
+
+std::string refused(const char* call) { return std::string(call) + ": " + std::strerror(errno); }
+
+// The executable's PT_LOAD segment whose flags are exactly `flags`, the
+// first after `after`, as mapped.
+CodeSpan executableSegment(ElfW(Word) flags, std::uintptr_t after) {
+    struct Search {
+        ElfW(Word) flags;
+        std::uintptr_t after;
+        CodeSpan found;
+    } search{flags, after, {}};
     // The first object dl_iterate_phdr reports is the executable itself.
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* out) -> int {
-            auto* span = static_cast<CodeSpan*>(out);
+            auto* search = static_cast<Search*>(out);
             for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
                 const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-                if (segment.p_type != PT_LOAD || (segment.p_flags & PF_X) == 0) continue;
-                span->begin = info->dlpi_addr + segment.p_vaddr;
-                span->end = span->begin + segment.p_memsz;
+                const std::uintptr_t begin = info->dlpi_addr + segment.p_vaddr;
+                if (segment.p_type != PT_LOAD || (segment.p_flags & (PF_R | PF_W | PF_X)) != search->flags ||
+                    begin < search->after)
+                    continue;
+                search->found = {begin, begin + segment.p_memsz};
                 break;
             }
             return 1;
         },
-        &text);
-    return text;
+        &search);
+    return search.found;
 }
 
-std::string backCodeWithHugePages() {
-    std::string mode = thpMode();
-    if (mode.empty() || mode == "never")
-        return "code: 4 KiB pages (the kernel's transparent huge pages are " +
-               (mode.empty() ? std::string("absent") : mode) + ")";
-    const CodeSpan text = executableText();
-    const std::uintptr_t text_kib = (text.end - text.begin) >> 10;
-
-    // The room after the text, up to the next huge page: reserved, so that
-    // the move below replaces nothing that something else maps there.
-    const std::uintptr_t mapped_end = (text.end + kSmallPageBytes - 1) & ~(kSmallPageBytes - 1);
-    const std::uintptr_t huge_end = (text.end + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+// Moves the whole huge pages of `segment` (as backCodeWithHugePages says)
+// and gives them `protection`. Returns the span moved, empty when there was
+// none; `refusal` says why a move was refused.
+CodeSpan moveIntoHugePages(CodeSpan segment, int protection, std::string& refusal) {
+    // The room after the segment, up to the next huge page: reserved, so
+    // that the move below replaces nothing that something else maps there.
+    const std::uintptr_t mapped_end = (segment.end + kSmallPageBytes - 1) & ~(kSmallPageBytes - 1);
+    const std::uintptr_t huge_end = (segment.end + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
     std::uintptr_t room = mapped_end;
     if (huge_end > mapped_end &&
         ::mmap(reinterpret_cast<void*>(mapped_end), huge_end - mapped_end, PROT_NONE,
@@ -69,20 +75,20 @@ std::string backCodeWithHugePages() {
         if (room > mapped_end) ::munmap(reinterpret_cast<void*>(mapped_end), room - mapped_end);
     };
 
-    const CodeSpan moved = wholeHugePagesWithin(text.begin, room);
+    const CodeSpan moved = wholeHugePagesWithin(segment.begin, room);
     if (moved.begin == moved.end) {
         release_room();
-        return "code: 4 KiB pages (the text, " + std::to_string(text_kib) + " KiB, spans no whole 2 MiB page)";
+        return {};
     }
     const std::size_t bytes = moved.end - moved.begin;
-    const std::size_t text_bytes = std::min(moved.end, mapped_end) - moved.begin;
+    const std::size_t segment_bytes = std::min(moved.end, mapped_end) - moved.begin;
 
     // An aligned anonymous region: one huge page more than needed, trimmed.
     void* raw = ::mmap(nullptr, bytes + kHugePageBytes, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (raw == MAP_FAILED) {
-        std::string why = refused("mmap");
+        refusal = refused("mmap");
         release_room();
-        return why;
+        return {};
     }
     const auto raw_begin = reinterpret_cast<std::uintptr_t>(raw);
     const std::uintptr_t raw_end = raw_begin + bytes + kHugePageBytes;
@@ -91,24 +97,51 @@ std::string backCodeWithHugePages() {
     if (raw_end > region + bytes) ::munmap(reinterpret_cast<void*>(region + bytes), raw_end - (region + bytes));
     void* copy = reinterpret_cast<void*>(region);
     auto give_up = [&](const char* call) {
-        std::string why = refused(call);
+        refusal = refused(call);
         ::munmap(copy, bytes);
         release_room();
-        return why;
+        return CodeSpan{};
     };
 
     // Advised before the first touch, so that the copy faults in huge pages.
     if (::madvise(copy, bytes, MADV_HUGEPAGE) != 0) return give_up("madvise");
-    std::memcpy(copy, reinterpret_cast<const void*>(moved.begin), text_bytes);
-    if (::mprotect(copy, bytes, PROT_READ | PROT_EXEC) != 0) return give_up("mprotect");
-    // One system call puts the copy's pages where the text's were, at the
+    std::memcpy(copy, reinterpret_cast<const void*>(moved.begin), segment_bytes);
+    if (::mprotect(copy, bytes, protection) != 0) return give_up("mprotect");
+    // One system call puts the copy's pages where the segment's were, at the
     // same addresses: this function, which may be among them, returns into
     // the same bytes.
-    if (::mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(moved.begin)) ==
-        MAP_FAILED)
+    if (::mremap(copy, bytes, bytes, MREMAP_MAYMOVE | MREMAP_FIXED, reinterpret_cast<void*>(moved.begin)) == MAP_FAILED)
         return give_up("mremap");
-    return "code: " + std::to_string(bytes >> 20) + " MiB of text (" + std::to_string(text_kib) +
-           " KiB) in 2 MiB pages where the kernel has them (transparent huge pages: " + mode + ")";
+    return moved;
+}
+
+}  // namespace
+
+CodeSpan executableText() { return executableSegment(PF_R | PF_X, 0); }
+
+CodeSpan executableReadOnlyData() { return executableSegment(PF_R, executableText().end); }
+
+std::string backCodeWithHugePages() {
+    std::string mode = thpMode();
+    if (mode.empty() || mode == "never")
+        return "code: 4 KiB pages (the kernel's transparent huge pages are " +
+               (mode.empty() ? std::string("absent") : mode) + ")";
+    const CodeSpan text = executableText();
+    const CodeSpan data = executableReadOnlyData();
+    std::string refusal;
+    const CodeSpan text_moved = moveIntoHugePages(text, PROT_READ | PROT_EXEC, refusal);
+    if (text_moved.begin == text_moved.end)
+        return "code: 4 KiB pages (" +
+               (refusal.empty()
+                    ? "the text, " + std::to_string((text.end - text.begin) >> 10) + " KiB, spans no whole 2 MiB page"
+                    : refusal) +
+               ")";
+    std::string said = "code: " + describe(text_moved, text, "text");
+    const CodeSpan data_moved = moveIntoHugePages(data, PROT_READ, refusal);
+    if (data_moved.begin != data_moved.end) said += " and " + describe(data_moved, data, "read-only data");
+    said += " in 2 MiB pages where the kernel has them (transparent huge pages: " + mode + ")";
+    if (!refusal.empty()) said += "; the read-only data stays in 4 KiB pages (" + refusal + ")";
+    return said;
 }
 
 }  // namespace dpgate::gateway

@@ -301,6 +301,11 @@ def _huge_kib_by_mapping(pid: int) -> list[tuple[str, str, str, int]]:
     return [tuple(m) for m in mappings]
 
 
+def _span(range_: str) -> int:
+    begin, end = (int(x, 16) for x in range_.split("-"))
+    return end - begin
+
+
 def _thp_mode() -> str:
     try:
         text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
@@ -344,9 +349,10 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
 
 @pytest.mark.parametrize("huge_pages", [True, False])
 def test_the_code_is_in_huge_pages_unless_configured_off(huge_pages):
-    """huge_pages (default true) also moves dpgate's text into 2 MiB pages
-    at start: the same bytes at the same addresses, now anonymous memory the
-    kernel backs with huge pages, and requests run through it as before."""
+    """huge_pages (default true) also moves dpgate's text and read-only data
+    into 2 MiB pages at start: the same bytes at the same addresses, now
+    anonymous memory the kernel backs with huge pages, and requests run
+    through it as before."""
     mode = _thp_mode()
     with Sim() as sim, Gateway(gateway_config([("primary", sim, "primary")], huge_pages=huge_pages)) as gw:
         for i in range(50):
@@ -356,25 +362,31 @@ def test_the_code_is_in_huge_pages_unless_configured_off(huge_pages):
         exe = os.readlink(f"/proc/{gw.pid}/exe")
         mappings = _huge_kib_by_mapping(gw.pid)
         assert gw.process.alive()
-    from_file = [m for m in mappings if "x" in m[1] and m[2] == exe]
-    anonymous = [m for m in mappings if "x" in m[1] and m[2] == ""]
+    text_from_file = [m for m in mappings if m[1] == "r-xp" and m[2] == exe]
+    text_anonymous = [m for m in mappings if m[1] == "r-xp" and m[2] == ""]
     if not huge_pages or mode in ("", "never"):
         expected = ("code: 4 KiB pages (huge_pages: false)" if not huge_pages else
                     f"code: 4 KiB pages (the kernel's transparent huge pages are {mode or 'absent'})")
         assert expected in log, log
-        assert from_file and not anonymous, mappings
+        assert text_from_file and not text_anonymous, mappings
         return
-    said = re.search(r"code: (\d+) MiB of text \((\d+) KiB\) in 2 MiB pages where the kernel has them "
-                     rf"\(transparent huge pages: {mode}\)", log)
+    said = re.search(r"code: (\d+) MiB of text \((\d+) KiB\) and (\d+) MiB of read-only data \((\d+) KiB\) "
+                     rf"in 2 MiB pages where the kernel has them \(transparent huge pages: {mode}\)", log)
     assert said, log
+    text_mib, text_kib, data_mib, data_kib = (int(g) for g in said.groups())
     # dpgate's text is several MiB: all of it moved (its segments are aligned
     # to 2 MiB), so no executable page of the file is left mapped.
-    assert int(said.group(1)) >= 2 and int(said.group(1)) * 1024 >= int(said.group(2)), log
-    assert not from_file, mappings
-    assert len(anonymous) == 1, mappings
-    begin, end = (int(x, 16) for x in anonymous[0][0].split("-"))
-    assert begin % (2 << 20) == 0 and (end - begin) == int(said.group(1)) << 20, anonymous
-    assert anonymous[0][3] >= 2048, f"the moved text has {anonymous[0][3]} KiB in huge pages"
+    assert text_mib >= 2 and text_mib * 1024 >= text_kib and data_mib * 1024 >= data_kib, log
+    assert not text_from_file, mappings
+    assert len(text_anonymous) == 1, mappings
+    text_begin, text_end = (int(x, 16) for x in text_anonymous[0][0].split("-"))
+    assert text_begin % (2 << 20) == 0 and text_end - text_begin == text_mib << 20, text_anonymous
+    assert text_anonymous[0][3] >= 2048, f"the moved text has {text_anonymous[0][3]} KiB in huge pages"
+    # The read-only data after the text (its segment starts on the huge page
+    # after the text's end): anonymous, read-only, in huge pages.
+    data = [m for m in mappings if m[1] == "r--p" and m[2] == "" and
+            int(m[0].split("-")[0], 16) == text_end and _span(m[0]) == data_mib << 20]
+    assert data and data[0][3] >= 2048, mappings
 
 
 def test_concurrent_sse_streams_have_no_errors_and_leave_no_descriptors():

@@ -4,11 +4,13 @@
 
 #include <gtest/gtest.h>
 
-#include <cstring>
 #include <elf.h>
-#include <fstream>
 #include <link.h>
 #include <sys/mman.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstring>
+#include <fstream>
 #include <sstream>
 #include <vector>
 
@@ -27,12 +29,19 @@ TEST(CodePages, TakesTheWholeHugePagesInsideTheText) {
     EXPECT_EQ(wholeHugePagesWithin(UINTPTR_MAX - 4096, UINTPTR_MAX), (CodeSpan{}));
 }
 
-TEST(CodePages, FindsTheExecutablesText) {
+const char kConstantTable[] = "a constant the compiler puts in .rodata";
+
+TEST(CodePages, FindsTheExecutablesTextAndReadOnlyData) {
     const CodeSpan text = executableText();
-    const auto here = reinterpret_cast<std::uintptr_t>(&wholeHugePagesWithin);
+    const auto code = reinterpret_cast<std::uintptr_t>(&wholeHugePagesWithin);
     EXPECT_LT(text.begin, text.end);
-    EXPECT_LE(text.begin, here);
-    EXPECT_LT(here, text.end);
+    EXPECT_LE(text.begin, code);
+    EXPECT_LT(code, text.end);
+    const CodeSpan data = executableReadOnlyData();
+    const auto table = reinterpret_cast<std::uintptr_t>(kConstantTable);
+    EXPECT_LE(text.end, data.begin);
+    EXPECT_LE(data.begin, table);
+    EXPECT_LT(table, data.end);
 }
 
 std::string formatHex(std::uintptr_t value) {
@@ -72,86 +81,148 @@ long anonHugeKiB(std::uintptr_t begin) {
     return -1;
 }
 
-// The bytes of the executable's file behind its text at [begin, end).
-std::vector<char> fileBytesOfText(std::uintptr_t begin, std::uintptr_t end) {
+// What a check in a child process found wrong, one line each.
+struct Findings {
+    std::string text;
+    void expect(bool ok, const std::string& what) {
+        if (!ok) text += what + "\n";
+    }
+};
+
+// Runs `check` in a forked child, so that it sees the executable as loaded
+// (this process never moves anything) and its move stays in the child.
+// Returns what the check reported, or how the child ended when it did not
+// report.
+std::string inChild(std::string (*check)()) {
+    int fds[2];
+    if (::pipe(fds) != 0) return "pipe failed";
+    const pid_t pid = ::fork();
+    if (pid < 0) return "fork failed";
+    if (pid == 0) {
+        ::close(fds[0]);
+        const std::string found = "checked\n" + check();
+        ssize_t ignored = ::write(fds[1], found.data(), found.size());
+        (void)ignored;
+        ::_exit(0);
+    }
+    ::close(fds[1]);
+    std::string reported;
+    char buffer[4096];
+    for (ssize_t n; (n = ::read(fds[0], buffer, sizeof buffer)) > 0;) reported.append(buffer, std::size_t(n));
+    ::close(fds[0]);
+    int status = 0;
+    ::waitpid(pid, &status, 0);
+    if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) return "the child ended with status " + std::to_string(status);
+    if (reported.rfind("checked\n", 0) != 0) return "the child reported nothing";
+    return reported.substr(8);
+}
+
+// The bytes of the executable's file behind [begin, end) of the segment
+// that is mapped at `segment`.
+std::vector<char> fileBytes(std::uintptr_t segment, std::uintptr_t begin, std::uintptr_t end) {
     struct Found {
-        std::uintptr_t segment = 0;
+        std::uintptr_t segment;
         std::uint64_t offset = 0;
-    } found;
+    } found{segment};
     dl_iterate_phdr(
         [](dl_phdr_info* info, size_t, void* out) -> int {
+            auto* found = static_cast<Found*>(out);
             for (ElfW(Half) i = 0; i < info->dlpi_phnum; ++i) {
-                const ElfW(Phdr)& segment = info->dlpi_phdr[i];
-                if (segment.p_type == PT_LOAD && (segment.p_flags & PF_X) != 0) {
-                    *static_cast<Found*>(out) = {info->dlpi_addr + segment.p_vaddr, segment.p_offset};
-                    break;
-                }
+                const ElfW(Phdr)& phdr = info->dlpi_phdr[i];
+                if (phdr.p_type == PT_LOAD && info->dlpi_addr + phdr.p_vaddr == found->segment)
+                    found->offset = phdr.p_offset;
             }
             return 1;
         },
         &found);
     std::ifstream exe("/proc/self/exe", std::ios::binary);
-    exe.seekg(static_cast<std::streamoff>(found.offset + (begin - found.segment)));
+    exe.seekg(static_cast<std::streamoff>(found.offset + (begin - segment)));
     std::vector<char> bytes(end - begin);
     exe.read(bytes.data(), static_cast<std::streamsize>(bytes.size()));
-    EXPECT_EQ(exe.gcount(), static_cast<std::streamsize>(bytes.size()));
+    if (exe.gcount() != static_cast<std::streamsize>(bytes.size())) bytes.clear();
     return bytes;
 }
 
-TEST(CodePages, NothingMappedAfterTheTextIsReplaced) {
-    // First in the file: it needs the text as loaded, before the next test moves it all.
-    // A mapping right after the text's last page: the room is not free, so
-    // only the huge pages wholly inside the text move, and the mapping stays.
-    const CodeSpan text = executableText();
-    const std::uintptr_t mapped_end = (text.end + 4095) & ~std::uintptr_t{4095};
-    if (mapped_end % kHugePageBytes == 0) GTEST_SKIP() << "the text ends on a huge page";
-    void* neighbour = ::mmap(reinterpret_cast<void*>(mapped_end), 4096, PROT_READ | PROT_WRITE,
-                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-    if (neighbour != reinterpret_cast<void*>(mapped_end)) GTEST_SKIP() << "the room was already taken";
-    std::memcpy(neighbour, "still here", 11);
-    const std::string said = backCodeWithHugePages();
-    EXPECT_STREQ(static_cast<const char*>(neighbour), "still here");
-    EXPECT_NE(mappingOf(mapped_end).find(" rw-p "), std::string::npos) << mappingOf(mapped_end);
-    const CodeSpan inside = wholeHugePagesWithin(text.begin, mapped_end);
-    if (inside.begin == inside.end)
-        EXPECT_NE(said.find("spans no whole 2 MiB page"), std::string::npos) << said;
-    else
-        EXPECT_EQ(said.rfind("code: " + std::to_string((inside.end - inside.begin) >> 20) + " MiB of text", 0), 0u)
-            << said;
-    ::munmap(neighbour, 4096);
+std::uintptr_t pageEnd(std::uintptr_t end) { return (end + 4095) & ~std::uintptr_t{4095}; }
+
+std::uintptr_t hugePageEnd(std::uintptr_t end) { return (end + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+
+std::string describe(CodeSpan moved, CodeSpan segment, const char* what) {
+    return std::to_string((moved.end - moved.begin) >> 20) + " MiB of " + what + " (" +
+           std::to_string((segment.end - segment.begin) >> 10) + " KiB)";
 }
 
-TEST(CodePages, MovesTheTextIntoHugePagesAndKeepsRunningIt) {
+// That `segment` now lies in one anonymous mapping from its start to the
+// next huge page, with `permissions`, holding the file's bytes and zeros
+// after them, in huge pages.
+void expectMoved(Findings& findings, CodeSpan segment, const char* permissions) {
+    const CodeSpan moved{segment.begin, hugePageEnd(segment.end)};
+    const std::string line = mappingOf(moved.begin);
+    findings.expect(line.rfind(formatHex(moved.begin) + "-" + formatHex(moved.end) + " " + permissions + " ", 0) == 0,
+                    "not one " + std::string(permissions) + " mapping of the huge pages: " + line);
+    findings.expect(line.find('/') == std::string::npos, "still the file's: " + line);
+    const std::vector<char> file = fileBytes(segment.begin, segment.begin, pageEnd(segment.end));
+    findings.expect(
+        !file.empty() && std::memcmp(file.data(), reinterpret_cast<const void*>(moved.begin), file.size()) == 0,
+        "not the file's bytes: " + line);
+    const std::vector<char> zeros(moved.end - pageEnd(segment.end), 0);
+    findings.expect(std::memcmp(zeros.data(), reinterpret_cast<const void*>(pageEnd(segment.end)), zeros.size()) == 0,
+                    "not zeros past the segment: " + line);
+    // The copy was advised before it was first touched.
+    const long huge = anonHugeKiB(moved.begin);
+    findings.expect(huge >= 2048, "only " + std::to_string(huge) + " KiB in huge pages: " + line);
+}
+
+std::string movesTextAndReadOnlyData() {
+    Findings findings;
     const std::string mode = thpMode();
     const CodeSpan text = executableText();
+    const CodeSpan data = executableReadOnlyData();
     const std::string said = backCodeWithHugePages();
     if (mode.empty() || mode == "never") {
-        EXPECT_EQ(said, "code: 4 KiB pages (the kernel's transparent huge pages are " +
-                            (mode.empty() ? std::string("absent") : mode) + ")");
-        GTEST_SKIP() << "no transparent huge pages on this kernel";
+        findings.expect(said == "code: 4 KiB pages (the kernel's transparent huge pages are " +
+                                    (mode.empty() ? std::string("absent") : mode) + ")",
+                        said);
+        return findings.text;
     }
-    // Linked as dpgate is (tests/unit/gateway/CMakeLists.txt): the text starts
-    // on a huge page, and the next segment starts on the huge page after it.
-    ASSERT_EQ(text.begin % kHugePageBytes, 0u);
-    const std::uintptr_t mapped_end = (text.end + 4095) & ~std::uintptr_t{4095};
-    const CodeSpan moved{text.begin, (text.end + kHugePageBytes - 1) & ~(kHugePageBytes - 1)};
-    ASSERT_EQ(said, "code: " + std::to_string((moved.end - moved.begin) >> 20) + " MiB of text (" +
-                        std::to_string((text.end - text.begin) >> 10) +
-                        " KiB) in 2 MiB pages where the kernel has them (transparent huge pages: " + mode + ")");
-    // The range is now one anonymous mapping (no file named on its line) that executes.
-    const std::string line = mappingOf(moved.begin);
-    EXPECT_EQ(line.rfind(formatHex(moved.begin) + "-" + formatHex(moved.end) + " r-xp ", 0), 0u) << line;
-    EXPECT_EQ(line.find('/'), std::string::npos) << line;
-    // Byte for byte what the file holds there, and zeros past the text.
-    std::vector<char> file = fileBytesOfText(moved.begin, mapped_end);
-    EXPECT_EQ(std::memcmp(file.data(), reinterpret_cast<const void*>(moved.begin), file.size()), 0);
-    std::vector<char> zeros(moved.end - mapped_end, 0);
-    EXPECT_EQ(std::memcmp(zeros.data(), reinterpret_cast<const void*>(mapped_end), zeros.size()), 0);
-    // And in huge pages: the copy was advised before it was first touched.
-    EXPECT_GE(anonHugeKiB(moved.begin), 2048) << line;
-    // This test, gtest and the gateway library run on from the moved code.
-    EXPECT_EQ(wholeHugePagesWithin(kMiB, 5 * kMiB), (CodeSpan{2 * kMiB, 4 * kMiB}));
+    // Linked as dpgate is (tests/unit/gateway/CMakeLists.txt): each segment
+    // starts on a huge page, and the next one on the huge page after its end.
+    findings.expect(text.begin % kHugePageBytes == 0 && data.begin % kHugePageBytes == 0 && text.end <= data.begin,
+                    "segments not aligned");
+    const std::string expected = "code: " + describe({text.begin, hugePageEnd(text.end)}, text, "text") + " and " +
+                                 describe({data.begin, hugePageEnd(data.end)}, data, "read-only data") +
+                                 " in 2 MiB pages where the kernel has them (transparent huge pages: " + mode + ")";
+    findings.expect(said == expected, "said '" + said + "', not '" + expected + "'");
+    expectMoved(findings, text, "r-xp");
+    expectMoved(findings, data, "r--p");
+    // The checks above ran from the moved text and read tables of the moved data.
+    findings.expect(wholeHugePagesWithin(kMiB, 5 * kMiB) == CodeSpan{2 * kMiB, 4 * kMiB}, "the moved code miscounts");
+    return findings.text;
 }
+
+std::string leavesWhatIsMappedAfterTheText() {
+    // A mapping right after the text's last page: the room is not free, so
+    // only the huge pages wholly inside the text move, and the mapping stays.
+    Findings findings;
+    const CodeSpan text = executableText();
+    const std::uintptr_t mapped_end = pageEnd(text.end);
+    if (mapped_end % kHugePageBytes == 0 || thpMode() == "never" || thpMode().empty()) return {};
+    void* neighbour = ::mmap(reinterpret_cast<void*>(mapped_end), 4096, PROT_READ | PROT_WRITE,
+                             MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
+    if (neighbour != reinterpret_cast<void*>(mapped_end)) return "the room after the text was taken already";
+    std::memcpy(neighbour, "still here", 11);
+    const std::string said = backCodeWithHugePages();
+    findings.expect(std::strcmp(static_cast<const char*>(neighbour), "still here") == 0, "the neighbour changed");
+    findings.expect(mappingOf(mapped_end).find(" rw-p ") != std::string::npos, "gone: " + mappingOf(mapped_end));
+    const CodeSpan inside = wholeHugePagesWithin(text.begin, mapped_end);
+    if (inside.begin == inside.end) findings.expect(said.find("spans no whole 2 MiB page") != std::string::npos, said);
+    else findings.expect(said.rfind("code: " + describe(inside, text, "text"), 0) == 0, said);
+    return findings.text;
+}
+
+TEST(CodePages, MovesTextAndReadOnlyDataIntoHugePagesAndRunsOn) { EXPECT_EQ(inChild(&movesTextAndReadOnlyData), ""); }
+
+TEST(CodePages, NothingMappedAfterASegmentIsReplaced) { EXPECT_EQ(inChild(&leavesWhatIsMappedAfterTheText), ""); }
 
 }  // namespace
 }  // namespace dpgate::gateway
