@@ -13,10 +13,9 @@
 namespace dpgate::gateway {
 
 CodeSpan wholeHugePagesWithin(std::uintptr_t begin, std::uintptr_t end) {
-    const std::uintptr_t mask = kHugePageBytes - 1;
-    if (begin > end || begin > UINTPTR_MAX - mask) return {};
-    std::uintptr_t first = (begin + mask) & ~mask;
-    std::uintptr_t last = end & ~mask;
+    if (begin > end || begin > UINTPTR_MAX - (kHugePageBytes - 1)) return {};
+    std::uintptr_t first = roundUpTo(begin, kHugePageBytes);
+    std::uintptr_t last = end & ~(kHugePageBytes - 1);
     if (last <= first) return {};
     return {first, last};
 }
@@ -89,8 +88,8 @@ CodeSpan executableSegment(ElfW(Word) flags, std::uintptr_t after) {
 CodeSpan moveIntoHugePages(CodeSpan segment, int protection, std::string& refusal) {
     // The room after the segment, up to the next huge page: reserved, so
     // that the move below replaces nothing that something else maps there.
-    const std::uintptr_t mapped_end = (segment.end + kSmallPageBytes - 1) & ~(kSmallPageBytes - 1);
-    const std::uintptr_t huge_end = (segment.end + kHugePageBytes - 1) & ~(kHugePageBytes - 1);
+    const std::uintptr_t mapped_end = roundUpTo(segment.end, kSmallPageBytes);
+    const std::uintptr_t huge_end = roundUpTo(segment.end, kHugePageBytes);
     std::uintptr_t room = mapped_end;
     if (huge_end > mapped_end &&
         ::mmap(reinterpret_cast<void*>(mapped_end), huge_end - mapped_end, PROT_NONE,
@@ -152,7 +151,7 @@ std::string backCodeWithHugePages() {
         return "code: 4 KiB pages (the kernel's transparent huge pages are " +
                (mode.empty() ? std::string("absent") : mode) + ")";
     const CodeSpan text = executableText();
-    const CodeSpan data = executableReadOnlyData();
+    const CodeSpan data = executableSegment(PF_R, text.end);  // executableReadOnlyData(), text found once
     std::string refusal;
     const CodeSpan text_moved = moveIntoHugePages(text, PROT_READ | PROT_EXEC, refusal);
     if (text_moved.begin == text_moved.end)

@@ -32,6 +32,11 @@ struct CodeSpan {
 };
 CodeSpan wholeHugePagesWithin(std::uintptr_t begin, std::uintptr_t end);
 
+// `value` rounded up to a multiple of `page` (a power of two).
+constexpr std::uintptr_t roundUpTo(std::uintptr_t value, std::uintptr_t page) {
+    return (value + page - 1) & ~(page - 1);
+}
+
 // The executable's text: its PT_LOAD segment that executes, as mapped.
 CodeSpan executableText();
 // Its read-only data after the text (.rodata: constant tables, switch jump

@@ -147,9 +147,9 @@ std::vector<char> memoryBytes(std::uintptr_t begin, std::uintptr_t end) {
     return bytes;
 }
 
-std::uintptr_t pageEnd(std::uintptr_t end) { return (end + 4095) & ~std::uintptr_t{4095}; }
+std::uintptr_t pageEnd(std::uintptr_t end) { return roundUpTo(end, 4096); }
 
-std::uintptr_t hugePageEnd(std::uintptr_t end) { return (end + kHugePageBytes - 1) & ~(kHugePageBytes - 1); }
+std::uintptr_t hugePageEnd(std::uintptr_t end) { return roundUpTo(end, kHugePageBytes); }
 
 std::string describe(CodeSpan moved, CodeSpan segment, const char* what) {
     return std::to_string((moved.end - moved.begin) >> 20) + " MiB of " + what + " (" +
