@@ -84,6 +84,22 @@ struct LimitsConfig {
     // tens of ms, and the worker's other streams keep flowing meanwhile. 0:
     // every request is admitted on the worker.
     uint64_t offload_admission_bytes = 128 * 1024;
+    // What a hostile client meets (docs/operations.md lists them all):
+    // JSON nesting in a request body; deeper -> 400 naming the field path.
+    // Real tool schemas nest tens of levels; vLLM's Python parser gives up near 1,000.
+    uint32_t max_json_depth = 256;
+    // Completions asked for at once (`n`); the output budget counts n times.
+    uint32_t max_n = 8;
+    // Request bodies buffered by the whole process at once; a body that
+    // would go beyond gets 503 before it is read (at least max_body_bytes).
+    uint64_t max_buffered_body_bytes = 1ull << 30;
+    // Open client connections from one address (0 = no cap). Tunnelled
+    // clients (ssh -L) all arrive from 127.0.0.1 and share it.
+    uint32_t max_connections_per_ip = 4096;
+    // After an early refusal (401, 413) the rest of the body is read and
+    // discarded for at most this long, so the client reads the answer
+    // instead of a reset (nginx's lingering close).
+    uint64_t linger_timeout_ms = 5000;
 
     bool operator==(const LimitsConfig&) const = default;
 };

@@ -256,7 +256,8 @@ private:
                     "body_idle_timeout_ms", "keepalive_timeout_ms", "upstream_connect_timeout_ms",
                     "upstream_first_byte_timeout_ms", "stream_idle_timeout_ms", "client_write_timeout_ms",
                     "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes",
-                    "drain_timeout_ms", "offload_admission_bytes"});
+                    "drain_timeout_ms", "offload_admission_bytes", "max_json_depth", "max_n",
+                    "max_buffered_body_bytes", "max_connections_per_ip", "linger_timeout_ms"});
         LimitsConfig& limits = config_.limits;
         if (auto f = m.get("max_body_bytes")) limits.max_body_bytes = readBytes(*f, 1, 1ull << 40);
         if (auto f = m.get("max_header_bytes")) limits.max_header_bytes = readBytes(*f, 1024, 64ull << 20);
@@ -282,6 +283,18 @@ private:
         // 0 = exit at once on SIGTERM.
         if (auto f = m.get("drain_timeout_ms")) limits.drain_timeout_ms = readDurationMs(*f, 0, max_timeout_ms);
         if (auto f = m.get("offload_admission_bytes")) limits.offload_admission_bytes = readBytes(*f, 0, 1ull << 40);
+        if (auto f = m.get("max_json_depth")) limits.max_json_depth = static_cast<uint32_t>(readUint(*f, 2, 1000));
+        if (auto f = m.get("max_n")) limits.max_n = static_cast<uint32_t>(readUint(*f, 1, 128));
+        if (auto f = m.get("max_connections_per_ip"))
+            limits.max_connections_per_ip = static_cast<uint32_t>(readUint(*f, 0, 10'000'000));
+        if (auto f = m.get("linger_timeout_ms")) limits.linger_timeout_ms = readDurationMs(*f, 0, max_timeout_ms);
+        if (auto f = m.get("max_buffered_body_bytes")) {
+            limits.max_buffered_body_bytes = readBytes(*f, 1, 1ull << 44);
+            if (limits.max_buffered_body_bytes < limits.max_body_bytes)
+                fail(*f, "must be at least limits.max_body_bytes (" + std::to_string(limits.max_body_bytes) + ")");
+        } else if (limits.max_buffered_body_bytes < limits.max_body_bytes) {
+            limits.max_buffered_body_bytes = limits.max_body_bytes;
+        }
     }
 
     void readRouting(const Field& field) {

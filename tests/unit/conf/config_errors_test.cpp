@@ -74,6 +74,11 @@ TEST(ConfigErrors, OutOfRange) {
               "conf: backends[0].dp_ranks: line 2: must be between 1 and 1024, got 0");
     EXPECT_EQ(errorOf("limits:\n  max_connections: 0\n" + b),
               "conf: limits.max_connections: line 2: must be between 1 and 10000000, got 0");
+    EXPECT_EQ(errorOf("limits:\n  max_json_depth: 5000\n" + b),
+              "conf: limits.max_json_depth: line 2: must be between 2 and 1000, got 5000");
+    EXPECT_EQ(errorOf("limits:\n  max_n: 0\n" + b), "conf: limits.max_n: line 2: must be between 1 and 128, got 0");
+    EXPECT_EQ(errorOf("limits:\n  max_body_bytes: 2GiB\n  max_buffered_body_bytes: 1GiB\n" + b),
+              "conf: limits.max_buffered_body_bytes: line 3: must be at least limits.max_body_bytes (2147483648)");
 }
 
 TEST(ConfigErrors, DuplicateBackends) {

@@ -26,6 +26,10 @@ TEST(Units, BytesTakeIntegersOrBinaryUnits) {
     EXPECT_EQ(limitsOf("  relay_buffer_bytes: 16KiB\n").relay_buffer_bytes, 16u * 1024);
     EXPECT_EQ(limitsOf("  offload_admission_bytes: 0\n").offload_admission_bytes, 0u);
     EXPECT_EQ(limitsOf("  offload_admission_bytes: 1MiB\n").offload_admission_bytes, 1u << 20);
+    EXPECT_EQ(limitsOf("  max_buffered_body_bytes: 4GiB\n").max_buffered_body_bytes, 4ull << 30);
+    // Unset, the process-wide budget is never below one whole body.
+    EXPECT_EQ(limitsOf("  max_body_bytes: 2GiB\n").max_buffered_body_bytes, 2ull << 30);
+    EXPECT_EQ(limitsOf("  max_body_bytes: 1MiB\n").max_buffered_body_bytes, 1ull << 30);
 }
 
 TEST(Units, DurationsTakeIntegerMillisecondsOrUnits) {

@@ -47,7 +47,8 @@ INSTANTIATE_TEST_SUITE_P(
                        "body_idle_timeout_ms, keepalive_timeout_ms, upstream_connect_timeout_ms, "
                        "upstream_first_byte_timeout_ms, stream_idle_timeout_ms, client_write_timeout_ms, "
                        "upstream_max_idle_connections, upstream_idle_timeout_ms, relay_buffer_bytes, drain_timeout_ms, "
-                       "offload_admission_bytes"},
+                       "offload_admission_bytes, max_json_depth, max_n, max_buffered_body_bytes, "
+                       "max_connections_per_ip, linger_timeout_ms"},
         UnknownKeyCase{"routing:\n  strategy: x\n" + b,
                        "conf: routing.strategy: line 2: unknown key; expected one of: mode, session_header, "
                        "balance_factor, work_balance_factor, work_slack_tokens, work_window_ms, "
