@@ -251,13 +251,27 @@ private:
     }
 
     void readLimits(const Field& field) {
-        const MappingReader m(
-            field, {"max_body_bytes", "max_header_bytes", "max_header_count", "max_connections", "header_timeout_ms",
-                    "body_idle_timeout_ms", "keepalive_timeout_ms", "upstream_connect_timeout_ms",
-                    "upstream_first_byte_timeout_ms", "stream_idle_timeout_ms", "client_write_timeout_ms",
-                    "upstream_max_idle_connections", "upstream_idle_timeout_ms", "relay_buffer_bytes",
-                    "drain_timeout_ms", "offload_admission_bytes", "max_json_depth", "max_n",
-                    "max_buffered_body_bytes", "max_connections_per_ip", "linger_timeout_ms"});
+        const MappingReader m(field, {"max_body_bytes",
+                                      "max_header_bytes",
+                                      "max_header_count",
+                                      "max_connections",
+                                      "header_timeout_ms",
+                                      "body_idle_timeout_ms",
+                                      "keepalive_timeout_ms",
+                                      "upstream_connect_timeout_ms",
+                                      "upstream_first_byte_timeout_ms",
+                                      "stream_idle_timeout_ms",
+                                      "client_write_timeout_ms",
+                                      "upstream_max_idle_connections",
+                                      "upstream_idle_timeout_ms",
+                                      "relay_buffer_bytes",
+                                      "drain_timeout_ms",
+                                      "offload_admission_bytes",
+                                      "max_json_depth",
+                                      "max_n",
+                                      "max_buffered_body_bytes",
+                                      "max_connections_per_ip",
+                                      "linger_timeout_ms"});
         LimitsConfig& limits = config_.limits;
         if (auto f = m.get("max_body_bytes")) limits.max_body_bytes = readBytes(*f, 1, 1ull << 40);
         if (auto f = m.get("max_header_bytes")) limits.max_header_bytes = readBytes(*f, 1024, 64ull << 20);

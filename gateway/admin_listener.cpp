@@ -415,7 +415,9 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
         co_return metricsPage();
     }
     if (post && path == "/admin/reload") {
-        if (std::optional<std::string> refused = server_.reload()) {
+        // ?allow_no_keys=true: the operator knows the new config locks every client out.
+        const bool allow_no_keys = query == "allow_no_keys=true";
+        if (std::optional<std::string> refused = server_.reload({.allow_no_keys = allow_no_keys})) {
             ApiError error = ApiError::badRequest(*refused, "reload_refused");
             co_return errorResponse(error);
         }

@@ -2,6 +2,7 @@
 #include "admission/tokens_cli.hpp"
 #include "conf/config.hpp"
 #include "gateway/acceptance/accept_cli.hpp"
+#include "gateway/acceptance/writable_dir.hpp"
 #include "gateway/auth/keys_cli.hpp"
 #include "gateway/code_pages.hpp"
 #include "gateway/ctl/ctl_cli.hpp"
@@ -137,6 +138,16 @@ int main(int argc, char** argv) {
                       << config.model.window_tokens << ")\n"
                       << files.summary;
             return 0;
+        }
+        // Flips, drains and acceptance write here: a folder that cannot be
+        // written stops the start, not the first flip.
+        for (const auto& [dir, key] :
+             {std::pair{config.state.dir, "state.dir"}, std::pair{config.acceptance.dir, "acceptance.dir"}}) {
+            if (dir.empty()) continue;
+            if (std::string problem = acceptance::writableDirProblem(dir, key); !problem.empty()) {
+                std::cerr << "dpgate: conf: " << problem << "\n";
+                return 1;
+            }
         }
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();

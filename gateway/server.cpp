@@ -2,6 +2,7 @@
 
 #include "admission/request_scan.hpp"
 
+#include "gateway/acceptance/writable_dir.hpp"
 #include "gateway/admin_listener.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/health_checker.hpp"
@@ -11,8 +12,10 @@
 
 #include <boost/asio/signal_set.hpp>
 
+#include <algorithm>
 #include <csignal>
 #include <iostream>
+#include <iterator>
 #include <thread>
 
 namespace dpgate::gateway {
@@ -185,9 +188,36 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     return {};
 }
 
+// What a reload does to the keys, for the log: revoking keys is worth a
+// warning line naming them. Empty when the set of names is unchanged.
+std::string keyChange(const auth::KeyStore& before, const auth::KeyStore& after) {
+    std::vector<std::string> old_names = before.keyNames();
+    std::vector<std::string> new_names = after.keyNames();
+    std::sort(old_names.begin(), old_names.end());
+    std::sort(new_names.begin(), new_names.end());
+    if (old_names == new_names) return {};
+    std::vector<std::string> removed;
+    std::vector<std::string> added;
+    std::set_difference(old_names.begin(), old_names.end(), new_names.begin(), new_names.end(),
+                        std::back_inserter(removed));
+    std::set_difference(new_names.begin(), new_names.end(), old_names.begin(), old_names.end(),
+                        std::back_inserter(added));
+    auto listed = [](const std::vector<std::string>& names) {
+        constexpr size_t kNamed = 20;
+        std::string out;
+        for (size_t i = 0; i < names.size() && i < kNamed; ++i) out += (i ? ", " : "") + names[i];
+        if (names.size() > kNamed) out += " and " + std::to_string(names.size() - kNamed) + " more";
+        return out;
+    };
+    std::string out = "client keys " + std::to_string(old_names.size()) + " -> " + std::to_string(new_names.size());
+    if (!removed.empty()) out += "; revoked: " + listed(removed);
+    if (!added.empty()) out += "; added: " + listed(added);
+    return out;
+}
+
 }  // namespace
 
-std::optional<std::string> Server::reload() {
+std::optional<std::string> Server::reload(ReloadOptions options) {
     std::lock_guard lock(reload_mutex_);
     const conf::Config& running = config();
     auto next = std::make_unique<conf::Config>();
@@ -208,6 +238,16 @@ std::optional<std::string> Server::reload() {
     }
     if (std::string key = restartOnlyChange(running, *next); !key.empty())
         return "conf: " + key + ": cannot change without a restart; the running config stays";
+    if (next->auth.required && keys->keyCount() == 0 && !options.allow_no_keys)
+        return "auth: the new config has no client keys (auth.keys and " +
+               (next->auth.keys_file.empty() ? std::string("no keys_file") : "keys_file " + next->auth.keys_file) +
+               ") while auth.required is true: every client would be refused. The running config stays; "
+               "`dpgate ctl reload --allow-no-keys` reloads it anyway";
+    if (!next->acceptance.dir.empty() && next->acceptance.dir != running.acceptance.dir)
+        if (std::string problem = acceptance::writableDirProblem(next->acceptance.dir, "acceptance.dir");
+            !problem.empty())
+            return "conf: " + problem + "; the running config stays";
+    const std::string key_change = keyChange(*keys_.load(), *keys);
     backends_.applyReload(next->model.window_tokens, next->routing);
     router_.applyReload(next->routing);
     records_.setDir(next->acceptance.dir);
@@ -219,7 +259,8 @@ std::optional<std::string> Server::reload() {
     const conf::Config* published = next.get();
     reloaded_.push_back(std::move(next));
     current_.store(published, std::memory_order_release);
-    logLine(LogLevel::info, "reloaded " + published->source_path);
+    logLine(key_change.empty() ? LogLevel::info : LogLevel::warn,
+            "reloaded " + published->source_path + (key_change.empty() ? "" : ": " + key_change));
     return std::nullopt;
 }
 

@@ -37,6 +37,10 @@ struct ServeOptions {
     bool ignore_state = false;  // --ignore-state: roles from the config, not state.dir
 };
 
+struct ReloadOptions {
+    bool allow_no_keys = false;
+};
+
 class Server {
 public:
     explicit Server(conf::Config config, ServeOptions options = {});
@@ -52,8 +56,10 @@ public:
     const conf::Config& config() const { return *current_.load(std::memory_order_acquire); }
 
     // Re-reads config().source_path, validates it and swaps it in; returns
-    // why it was refused (the running config then stays).
-    std::optional<std::string> reload();
+    // why it was refused (the running config then stays). A config that
+    // requires keys and has none would lock every client out: refused
+    // unless `allow_no_keys` (SIGHUP never allows it).
+    std::optional<std::string> reload(ReloadOptions options = {});
     BackendRegistry& backends() { return backends_; }
     // Where requests go and what they cost there (router.hpp).
     Router& router() { return router_; }

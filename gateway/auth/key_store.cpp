@@ -151,4 +151,11 @@ bool KeyStore::authenticateAdmin(std::string_view authorization) const {
     return CRYPTO_memcmp(presented.data(), admin_digest_->data(), presented.size()) == 0;
 }
 
+std::vector<std::string> KeyStore::keyNames() const {
+    std::vector<std::string> names;
+    names.reserve(entries_.size());
+    for (const Entry& entry : entries_) names.push_back(entry.info.name);
+    return names;
+}
+
 }  // namespace dpgate::auth

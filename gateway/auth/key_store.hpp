@@ -59,6 +59,7 @@ public:
     bool required() const { return required_; }
     bool hasAdminToken() const { return admin_digest_.has_value(); }
     std::size_t keyCount() const { return entries_.size(); }
+    std::vector<std::string> keyNames() const;
     // How many verified keys this thread remembers for this store (tests).
     std::size_t verifiedOnThisThread() const;
 

@@ -31,7 +31,8 @@ commands:
   flip --expect-primary A --to B [--force] [--by NAME]
                               make B the primary; refused unless A is the primary now
   drain NAME | undrain NAME   stop / resume routing to a backend
-  reload                      re-read the config file (as SIGHUP does)
+  reload [--allow-no-keys]    re-read the config file (as SIGHUP does); a config that requires keys
+                              and has none is refused unless --allow-no-keys
   accept NAME                 run `dpgate accept` against a configured backend (needs --config)
 the admin API: --config FILE (admin.address, admin.port) or --admin http://HOST:PORT;
   with neither, $DPGATE_CONFIG, else /etc/dpgate/dpgate.yaml when it exists
@@ -59,6 +60,7 @@ struct Options {
     std::string expect_primary, to, by;
     bool json = false;
     bool force = false;
+    bool allow_no_keys = false;
     long count = 0;  // watch: 0 = until Ctrl-C
 };
 
@@ -294,6 +296,8 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
             if (!value(options.by)) return usage("--by needs a name");
         } else if (arg == "--force") {
             options.force = true;
+        } else if (arg == "--allow-no-keys") {
+            options.allow_no_keys = true;
         } else if (arg == "--count") {
             std::string text;
             if (!value(text)) return usage("--count needs a number");
@@ -325,6 +329,7 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
         (!options.expect_primary.empty() || !options.to.empty() || options.force || !options.by.empty()))
         return usage("--expect-primary, --to, --force and --by belong to flip");
     if (command != "watch" && options.count != 0) return usage("--count belongs to watch");
+    if (command != "reload" && options.allow_no_keys) return usage("--allow-no-keys belongs to reload");
     if (command == "flip" && (options.expect_primary.empty() || options.to.empty()))
         return usage("flip needs --expect-primary A --to B");
     if (command == "accept") {
@@ -340,7 +345,9 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
     if (command == "status") return status(admin, options.json);
     if (command == "watch") return watch(admin, options.json, options.count);
     if (command == "flip") return flip(admin, options);
-    if (command == "reload") return post(admin, "/admin/reload", {}, kTimeoutMs, options.json, "reloaded the config");
+    if (command == "reload")
+        return post(admin, options.allow_no_keys ? "/admin/reload?allow_no_keys=true" : "/admin/reload", {}, kTimeoutMs,
+                    options.json, "reloaded the config");
     const std::string& name = options.args[0];
     const bool drain = command == "drain";
     return post(admin, std::string(drain ? "/admin/drain/" : "/admin/undrain/") + name, {}, kTimeoutMs, options.json,

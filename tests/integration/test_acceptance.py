@@ -341,3 +341,20 @@ def test_the_public_window_stays_at_the_smaller_accepted_window(tmp_path):
             # A new record at the larger window lifts it.
             (acc / "accept-standby-20300101T000000Z.json").write_text(json.dumps(record))
             wait_status(gw, lambda b: b["public_window"] == 1048576)
+
+
+@pytest.mark.parametrize("key", ["state", "acceptance"])
+def test_serve_refuses_to_start_with_a_folder_it_cannot_write(tmp_path, key):
+    # Root writes through permission bits: a path below a regular file is
+    # one no user can create.
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with Sim() as primary:
+        config = gateway_config([("primary", primary, "primary")], **{key: {"dir": str(blocker / "records")}})
+        with pytest.raises(RuntimeError) as failed:
+            Gateway(config)
+        assert f"conf: {key}.dir: {blocker / 'records'}: cannot create the folder" in str(failed.value)
+        # A missing folder that can be made is made, and written in at the first drain.
+        config = gateway_config([("primary", primary, "primary")], **{key: {"dir": str(tmp_path / "new" / "dir")}})
+        with Gateway(config):
+            assert (tmp_path / "new" / "dir").is_dir()

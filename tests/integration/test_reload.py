@@ -11,7 +11,7 @@ import subprocess
 import threading
 import time
 
-from harness import MODEL, Gateway, Sim, bin_dir, gateway_config, http_json
+from harness import ADMIN_TOKEN, MODEL, Gateway, Sim, bin_dir, gateway_config, http_json, poll
 
 CHAT = "/v1/chat/completions"
 
@@ -108,3 +108,54 @@ def test_reloading_under_load_fails_no_request():
                 t.join(30)
             assert failures == [], failures[:3]
             assert done[0] > 50
+
+
+def test_a_reload_that_would_leave_no_keys_is_refused_unless_allowed(tmp_path):
+    keys = tmp_path / "keys.yaml"
+    with Sim() as sim:
+        config = gateway_config([("primary", sim, "primary")], auth={"required": True, "keys_file": str(keys),
+                                                                     "keys": []})
+        out = subprocess.run([str(bin_dir() / "dpgate"), "keys", "add", "alice", "--file", str(keys)],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        headers = {"Authorization": f"Bearer {out.stdout.strip()}"}
+        body = {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
+        with Gateway(config) as gw:
+            assert http_json(gw.port, "POST", CHAT, body, headers)[0] == 200
+            keys.write_text("")  # every key removed
+            status, _, answer = gw.admin("POST", "/admin/reload")
+            assert status == 400 and answer["error"]["code"] == "reload_refused", answer
+            assert "no client keys" in answer["error"]["message"]
+            assert "--allow-no-keys" in answer["error"]["message"]
+            # SIGHUP cannot say it means it: refused, logged, alice still served.
+            os.kill(gw.pid, signal.SIGHUP)
+            assert "reload refused" in poll(lambda: gw.process.stderr() + gw.process.stdout(),
+                                            lambda text: "reload refused" in text)
+            assert http_json(gw.port, "POST", CHAT, body, headers)[0] == 200
+
+            run = subprocess.run([str(bin_dir() / "dpgate"), "ctl", "--admin", f"http://127.0.0.1:{gw.admin_port}",
+                                  "reload", "--allow-no-keys"], capture_output=True, text=True, timeout=30,
+                                 env={**os.environ, "DPGATE_ADMIN_TOKEN": ADMIN_TOKEN})
+            assert run.returncode == 0, run.stdout + run.stderr
+            assert http_json(gw.port, "POST", CHAT, body, headers)[0] == 401
+            # The revocation is a warning naming the key.
+            log = gw.process.stderr() + gw.process.stdout()
+            assert "client keys 1 -> 0; revoked: alice" in log, log
+
+
+def test_a_reload_names_the_keys_it_revokes(tmp_path):
+    keys = tmp_path / "keys.yaml"
+    for name in ("alice", "bob"):
+        out = subprocess.run([str(bin_dir() / "dpgate"), "keys", "add", name, "--file", str(keys)],
+                             capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+    with Sim() as sim:
+        config = gateway_config([("primary", sim, "primary")], auth={"required": True, "keys_file": str(keys)})
+        with Gateway(config) as gw:
+            out = subprocess.run([str(bin_dir() / "dpgate"), "keys", "remove", "bob", "--file", str(keys)],
+                                 capture_output=True, text=True, timeout=30)
+            assert out.returncode == 0, out.stderr
+            status, _, answer = gw.admin("POST", "/admin/reload")
+            assert status == 200, answer
+            log = gw.process.stderr() + gw.process.stdout()
+            assert "client keys 3 -> 2; revoked: bob" in log, log
