@@ -342,6 +342,8 @@ http::response<http::string_body> AdminListener::metricsPage() const {
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
     }
     m.public_window_tokens.set(int64_t(backends.publicWindow()));
+    m.open_connections.set(server_.openConnections().load(std::memory_order_relaxed));
+    m.buffered_body_bytes.set(int64_t(server_.bodyBudget().heldBytes()));
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();

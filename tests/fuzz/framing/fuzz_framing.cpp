@@ -60,10 +60,16 @@ Parsed asTheGateway(std::string_view wire, size_t feed, RequestRefusal& refusal)
         const size_t n = std::min(feed, wire.size() - at);
         pending.append(wire.substr(at, n));
         at += n;
-        const size_t used = parser.put(pending);
-        if (used > pending.size()) std::abort();
-        out.used += used;
-        pending.erase(0, used);
+        // A put() that completes the head stops there (the session judges
+        // the head first): the body goes in the next.
+        while (true) {
+            const bool head_done = parser.is_header_done();
+            const size_t used = parser.put(pending);
+            if (used > pending.size()) std::abort();
+            out.used += used;
+            pending.erase(0, used);
+            if (head_done || !parser.is_header_done() || parser.is_done() || parser.failed()) break;
+        }
     }
     if (parser.failed()) {
         refusal = parser.refusal();
