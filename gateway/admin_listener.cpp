@@ -3,6 +3,7 @@
 #include "gateway/admin_page.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/health_checker.hpp"
+#include "gateway/lingering_close.hpp"
 #include "gateway/log.hpp"
 #include "gateway/server.hpp"
 #include "routing/work_meter.hpp"
@@ -41,32 +42,6 @@ awaitable<void> AdminListener::acceptLoop() {
     }
 }
 
-awaitable<void> AdminListener::serve(tcp::socket socket) {
-    error_code peer_ec;
-    tcp::endpoint remote = socket.remote_endpoint(peer_ec);
-    const std::string peer = peer_ec ? std::string("unknown") : remote.address().to_string();
-    beast::tcp_stream stream(std::move(socket));
-    beast::flat_buffer buffer;
-    const conf::LimitsConfig& limits = server_.config().limits;
-    while (true) {
-        http::request_parser<http::string_body> parser;
-        parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
-        parser.body_limit(1024 * 1024);  // admin requests carry at most a small JSON body
-        stream.expires_after(ms(limits.header_timeout_ms));
-        auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
-        if (ec) break;
-        http::request<http::string_body> request = parser.release();
-        http::response<http::string_body> response = co_await answer(request, peer);
-        response.keep_alive(request.keep_alive());
-        response.prepare_payload();
-        stream.expires_after(ms(limits.client_write_timeout_ms));
-        auto [wec, wn] = co_await http::async_write(stream, response, use_nothrow);
-        if (wec || !response.keep_alive()) break;
-    }
-    error_code ec;
-    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
-}
-
 namespace {
 
 http::response<http::string_body> jsonResponse(unsigned status, const nlohmann::json& body) {
@@ -84,7 +59,77 @@ http::response<http::string_body> errorResponse(const ApiError& error) {
     return response;
 }
 
+// Admin requests carry at most a small JSON body (a flip's names).
+constexpr uint64_t kMaxAdminBodyBytes = 64 * 1024;
+
+// What a client is told when its request could not be read, or nothing (it
+// closed or went quiet): the same limits and words as the client listener's.
+std::optional<ApiError> readRefusal(const error_code& ec, uint64_t max_header_bytes) {
+    if (ec == http::error::body_limit)
+        return ApiError::payloadTooLarge("admin request body exceeds " + std::to_string(kMaxAdminBodyBytes) +
+                                         " bytes.");
+    if (ec == http::error::header_limit)
+        return ApiError::headerTooLarge("request header exceeds " + std::to_string(max_header_bytes) + " bytes.");
+    if (ec.category() != http::make_error_code(http::error::bad_target).category() ||
+        ec == http::error::end_of_stream || ec == http::error::partial_message)
+        return std::nullopt;
+    return ApiError::badRequest("malformed request: " + ec.message() + ".");
+}
+
+// Writes `response`, or only its head for HEAD (RFC 9110 9.3.2: the head
+// GET would have, Content-Length included).
+awaitable<error_code> writeAnswer(beast::tcp_stream& stream, http::response<http::string_body>& response,
+                                  bool head_only) {
+    if (head_only) {
+        http::response_serializer<http::string_body> serializer(response);
+        auto [ec, n] = co_await http::async_write_header(stream, serializer, use_nothrow);
+        co_return ec;
+    }
+    auto [ec, n] = co_await http::async_write(stream, response, use_nothrow);
+    co_return ec;
+}
+
 }  // namespace
+
+awaitable<void> AdminListener::serve(tcp::socket socket) {
+    error_code peer_ec;
+    tcp::endpoint remote = socket.remote_endpoint(peer_ec);
+    const std::string peer = peer_ec ? std::string("unknown") : remote.address().to_string();
+    beast::tcp_stream stream(std::move(socket));
+    beast::flat_buffer buffer;
+    const conf::LimitsConfig& limits = server_.config().limits;
+    while (true) {
+        http::request_parser<http::string_body> parser;
+        parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
+        // A declared length over the limit fails at the end of the head, before a body byte.
+        parser.body_limit(kMaxAdminBodyBytes);
+        stream.expires_after(ms(limits.header_timeout_ms));
+        auto [ec, n] = co_await http::async_read(stream, buffer, parser, use_nothrow);
+        if (ec) {
+            const std::optional<ApiError> refusal = readRefusal(ec, limits.max_header_bytes);
+            if (!refusal) break;
+            http::response<http::string_body> response = errorResponse(*refusal);
+            response.keep_alive(false);
+            response.prepare_payload();
+            const bool head_only = parser.is_header_done() && parser.get().method() == http::verb::head;
+            stream.expires_after(ms(limits.client_write_timeout_ms));
+            co_await writeAnswer(stream, response, head_only);
+            const net::mutable_buffer scratch = buffer.prepare(4096);
+            const std::chrono::milliseconds linger = ms(limits.linger_timeout_ms);
+            co_await lingeringClose(stream, scratch, linger);
+            co_return;
+        }
+        http::request<http::string_body> request = parser.release();
+        http::response<http::string_body> response = co_await answer(request, peer);
+        response.keep_alive(request.keep_alive());
+        response.prepare_payload();
+        stream.expires_after(ms(limits.client_write_timeout_ms));
+        const error_code wec = co_await writeAnswer(stream, response, request.method() == http::verb::head);
+        if (wec || !response.keep_alive()) break;
+    }
+    error_code ec;
+    stream.socket().shutdown(tcp::socket::shutdown_send, ec);
+}
 
 awaitable<void> AdminListener::refreshRankTables() {
     BackendRegistry& backends = server_.backends();
@@ -342,6 +387,8 @@ http::response<http::string_body> AdminListener::metricsPage() const {
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
     }
     m.public_window_tokens.set(int64_t(backends.publicWindow()));
+    m.open_connections.set(server_.openConnections().load(std::memory_order_relaxed));
+    m.buffered_body_bytes.set(int64_t(server_.bodyBudget().heldBytes()));
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();
@@ -384,6 +431,13 @@ http::response<http::string_body> AdminListener::drain(std::string_view name, bo
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request,
                                                                    const std::string& peer) {
+    // Two tokens: which one counts is ambiguous (a proxy in front may have
+    // checked the other), so neither does.
+    if (request.count(http::field::authorization) > 1) {
+        ApiError error =
+            ApiError::badRequest("more than one Authorization header field; send it once.", "duplicate_header");
+        co_return errorResponse(error);
+    }
     // Every admin endpoint needs the admin token; client keys do not open it.
     // Except two that hold nothing (admin_page.hpp says why): the status
     // page's shell and /health for a liveness probe.
@@ -401,7 +455,8 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     std::string_view target = request.target();
     std::string_view path = target.substr(0, target.find('?'));
     std::string_view query = target.size() > path.size() ? target.substr(path.size() + 1) : std::string_view();
-    const bool get = request.method() == http::verb::get;
+    // HEAD is GET without the body (serve() writes only the head).
+    const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") {
         co_await refreshRankTables();

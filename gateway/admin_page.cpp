@@ -57,7 +57,7 @@ const std::string& adminPageContentSecurityPolicy() {
 }
 
 std::optional<http::response<http::string_body>> answerWithoutToken(const http::request<http::string_body>& request) {
-    if (request.method() != http::verb::get) return std::nullopt;
+    if (request.method() != http::verb::get && request.method() != http::verb::head) return std::nullopt;
     std::string_view target = request.target();
     std::string_view path = target.substr(0, target.find('?'));
     if (path == "/health") {

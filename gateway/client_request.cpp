@@ -36,12 +36,20 @@ size_t ClientRequestParser::fail(unsigned status, std::string message, bool malf
 }
 
 size_t ClientRequestParser::put(std::string_view bytes) {
+    if (state_ == State::head) {
+        // A call that completes the head stops there: the caller judges it first.
+        return putHead(bytes);
+    }
+    if (!body_started_) {
+        body_started_ = true;
+        if (state_ == State::body) startBody();
+    }
     size_t used = 0;
     while (true) {
         const std::string_view rest = bytes.substr(used);
         size_t n = 0;
         switch (state_) {
-            case State::head: n = putHead(rest); break;
+            case State::head: return used;
             case State::body:
             case State::chunk_data:
                 n = size_t(std::min<uint64_t>(remaining_, rest.size()));
@@ -173,12 +181,29 @@ void ClientRequestParser::parseHead(std::string_view wire) {
              false);
     } else if (declared_ > 0) {
         remaining_ = declared_;
-        request_.body_ = StringPool::take();
-        request_.body_.reserve(size_t(std::min<uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
         state_ = State::body;
     } else {
         state_ = State::done;
     }
+}
+
+void ClientRequestParser::startBody() {
+    if (discard_) return;
+    if (!takeBudget(declared_)) {
+        fail(503,
+             "dpgate holds as many request bodies at once as limits.max_buffered_body_bytes (" +
+                 std::to_string(limits_.max_buffered_body_bytes) + " bytes) allows; this body of " +
+                 std::to_string(declared_) + " bytes would go beyond it. Retry later.",
+             false);
+        return;
+    }
+    request_.body_ = StringPool::take();
+    request_.body_.reserve(size_t(std::min<uint64_t>(declared_, kFirstReserveBytes)) + kPaddingBytes);
+}
+
+bool ClientRequestParser::takeBudget(uint64_t bytes) {
+    return limits_.body_budget == nullptr ||
+           limits_.body_budget->take(request_.body_share_, bytes, limits_.max_buffered_body_bytes);
 }
 
 size_t ClientRequestParser::putChunkSize(std::string_view bytes) {
@@ -207,8 +232,14 @@ size_t ClientRequestParser::putChunkSize(std::string_view bytes) {
     if (size == 0) {
         state_ = State::trailer;
     } else {
-        if (size > limits_.max_body_bytes - std::min<uint64_t>(request_.body_.size(), limits_.max_body_bytes))
+        if (size > limits_.max_body_bytes - std::min<uint64_t>(received_, limits_.max_body_bytes))
             return fail(413, "request body exceeds the limit of " + std::to_string(limits_.max_body_bytes) + " bytes.",
+                        false);
+        if (!discard_ && !takeBudget(size))
+            return fail(503,
+                        "dpgate holds as many request bodies at once as limits.max_buffered_body_bytes (" +
+                            std::to_string(limits_.max_buffered_body_bytes) + " bytes) allows; this chunk of " +
+                            std::to_string(size) + " bytes would go beyond it. Retry later.",
                         false);
         remaining_ = size;
         state_ = State::chunk_data;
@@ -247,6 +278,8 @@ size_t ClientRequestParser::putTrailer(std::string_view bytes) {
 }
 
 void ClientRequestParser::appendBody(std::string_view bytes) {
+    received_ += bytes.size();
+    if (discard_) return;
     std::string& body = request_.body_;
     const std::size_t size = body.size();
     const std::size_t needed = size + bytes.size() + kPaddingBytes;

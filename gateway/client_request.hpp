@@ -16,15 +16,23 @@
 // Heads over the header-byte or field-count limit are refused with 431 and
 // declared bodies over the body limit with 413, from the head alone.
 //
-// The body: one std::string that grows with what arrives (a client that
-// announces 200 MB and sends one byte holds 1 MiB, not 200 MB): up to 1 MiB
-// at once, then the declared length once half a MiB of it is in (so a real
-// upload still lands in one buffer, copied at most once). It always keeps
-// kPaddingBytes of capacity past the end, which admission's scan (simdjson)
-// reads without a copy.
+// put() stops where the head ends: the caller judges the head (who is
+// calling, where to, how much they may) before the parser takes a body byte,
+// and a body that is not wanted is never stored (discardBody()).
+//
+// The body takes its bytes from the process's BodyBudget before they are
+// read: the Content-Length when the body starts, a chunk's size at its size
+// line; beyond the budget the request is refused with 503. It is one
+// std::string that grows with what arrives (a client that announces 200 MB
+// and sends one byte holds 1 MiB, not 200 MB): up to 1 MiB at once, then the
+// declared length once half a MiB of it is in (so a real upload still lands
+// in one buffer, copied at most once). It always keeps kPaddingBytes of
+// capacity past the end, which admission's scan (simdjson) reads without a
+// copy.
 #pragma once
 
 #include "admission/request_scan.hpp"
+#include "gateway/body_budget.hpp"
 #include "gateway/head_fields.hpp"
 #include "gateway/net.hpp"
 #include "gateway/string_pool.hpp"
@@ -66,16 +74,20 @@ private:
     bool keep_alive_ = true;
     HeadFields fields_;  // also holds the request line's bytes
     std::string body_;
+    BodyBudget::Share body_share_;  // the body's bytes in the process's budget, given back with it
 };
 
 struct RequestLimits {
     uint64_t max_header_bytes = 64 * 1024;
     uint32_t max_header_count = 100;
     uint64_t max_body_bytes = UINT64_MAX;
+    // Where the body's bytes are held against max_buffered_body_bytes (null: nowhere).
+    BodyBudget* body_budget = nullptr;
+    uint64_t max_buffered_body_bytes = UINT64_MAX;
 };
 
-// Why a request was refused: the status (400, 413 or 431) and what was wrong,
-// for the error body.
+// Why a request was refused: the status (400, 413, 431, or 503 beyond the
+// body budget) and what was wrong, for the error body.
 struct RequestRefusal {
     unsigned status = 0;
     std::string message;
@@ -96,10 +108,16 @@ public:
 
     // Takes what it can of `bytes` (the start of what the client sent that is
     // not yet used) and returns how many it used. Nothing is used until the
-    // head is whole; after that, body bytes as they come, never past the end
-    // of this request. On a refusal failed() turns true and nothing more is
+    // head is whole, and a call that completes the head stops there; after
+    // that, body bytes as they come, never past the end of this request. The
+    // first call after the head takes the body's share of the budget, even
+    // with no bytes. On a refusal failed() turns true and nothing more is
     // used.
     size_t put(std::string_view bytes);
+
+    // From now on body bytes are read through and dropped, and take nothing
+    // from the budget: the body of a request answered from its head.
+    void discardBody() { discard_ = true; }
 
     bool is_header_done() const { return state_ > State::head; }
     bool is_done() const { return state_ == State::done; }
@@ -112,8 +130,10 @@ public:
     // The declared Content-Length (0 when absent or chunked).
     uint64_t content_length() const { return declared_; }
 
-    // The request so far.
+    // The request so far: its head once is_header_done(), its body as it
+    // arrives. The caller may hold it while the parser goes on reading the body.
     const ClientRequest& get() const { return request_; }
+    ClientRequest& request() { return request_; }
     // The request, once is_done(); the parser is spent.
     ClientRequest release() { return std::move(request_); }
 
@@ -123,6 +143,9 @@ private:
     size_t fail(unsigned status, std::string message, bool malformed);
     size_t putHead(std::string_view bytes);
     void parseHead(std::string_view head);
+    // The Content-Length body's share of the budget and first reservation.
+    void startBody();
+    bool takeBudget(uint64_t bytes);
     size_t putChunkSize(std::string_view bytes);
     size_t putTrailer(std::string_view bytes);
     void appendBody(std::string_view bytes);
@@ -132,8 +155,11 @@ private:
     RequestRefusal refusal_;
     ClientRequest request_;
     bool chunked_ = false;
+    bool body_started_ = false;
+    bool discard_ = false;
     uint64_t declared_ = 0;   // Content-Length, 0 when chunked or absent
     uint64_t remaining_ = 0;  // of the Content-Length body or the current chunk
+    uint64_t received_ = 0;   // body bytes so far, kept or dropped
 };
 
 }  // namespace dpgate::gateway

@@ -1,6 +1,8 @@
 #include "gateway/client_session.hpp"
 
+#include "gateway/heap_pages.hpp"
 #include "gateway/in_flight.hpp"
+#include "gateway/lingering_close.hpp"
 #include "gateway/log.hpp"
 #include "gateway/request_id.hpp"
 #include "gateway/request_path.hpp"
@@ -16,6 +18,19 @@ namespace {
 
 // Body reads: large enough that a 100 MB upload is not a million reads.
 constexpr size_t kBodyReadBytes = 64 * 1024;
+// A head's first read; its later ones.
+constexpr size_t kFirstHeadReadBytes = 4096;
+constexpr size_t kHeadReadBytes = 8192;
+// What the read buffer may keep between requests: a body read grows it to
+// kBodyReadBytes and more, and ten thousand idle connections must not each
+// keep that.
+constexpr size_t kIdleBufferBytes = 16 * 1024;
+// A body whose buffer reached this (the parser's first reservation, so a
+// body that grew past it) has its freed memory handed back to the system.
+constexpr size_t kReturnMemoryAfterBytes = ClientRequestParser::kFirstReserveBytes;
+// Retry-After on a 503 for the buffered-body budget: bodies in memory are
+// forwarded and freed within seconds.
+constexpr std::string_view kBudgetRetryAfterSeconds = "1";
 
 std::string_view bytesOf(const beast::flat_buffer& buffer) {
     return {static_cast<const char*>(buffer.data().data()), buffer.size()};
@@ -25,6 +40,7 @@ ApiError refusalOf(const RequestRefusal& refusal) {
     switch (refusal.status) {
         case 413: return ApiError::payloadTooLarge(refusal.message);
         case 431: return ApiError::headerTooLarge(refusal.message);
+        case 503: return ApiError::unavailable(refusal.message, "overloaded", "server_error");
         default: return ApiError::badRequest(refusal.message);
     }
 }
@@ -32,10 +48,11 @@ ApiError refusalOf(const RequestRefusal& refusal) {
 }  // namespace
 
 ClientSession::ClientSession(Worker& worker, tcp::socket socket, const tcp::endpoint& peer,
-                             std::shared_ptr<net::ssl::context> tls)
+                             std::shared_ptr<net::ssl::context> tls, ConnectionsPerAddress::Slot address_slot)
     : worker_(worker),
       stream_(worker.deadlines(), std::move(socket)),
       tls_(std::move(tls)),
+      address_slot_(std::move(address_slot)),
       peer_address_(peer.address().to_string()) {
     error_code ec;
     stream_.socket().set_option(tcp::no_delay(true), ec);
@@ -67,7 +84,7 @@ void ClientSession::start(std::shared_ptr<ClientSession> session) {
 }
 
 void ClientSession::closeIfIdle() {
-    if (idle_) close();
+    if (idle_.linked) close();
 }
 
 void ClientSession::close() {
@@ -81,7 +98,9 @@ awaitable<bool> ClientSession::startTls() {
     // The handshake runs under the header deadline: a client that opens a
     // connection and dribbles its ClientHello is cut like a slow header.
     stream_.expires_after(ms(limits.header_timeout_ms));
+    worker_.markIdle(*this);  // until its first bytes, as a plain connection (readHead)
     auto [ec, is_tls] = co_await beast::async_detect_ssl(stream_.tcpStream(), buffer_, use_nothrow);
+    worker_.markBusy(*this);
     if (ec) co_return false;
     if (!is_tls) {
         const ApiError error = ApiError::badRequest("this port speaks TLS: use https://.", "plain_http_on_tls_port");
@@ -92,8 +111,7 @@ awaitable<bool> ClientSession::startTls() {
         response.prepare_payload();
         stream_.expires_after(ms(limits.client_write_timeout_ms));
         co_await http::async_write(stream_.tcpStream(), response, use_nothrow);
-        error_code ignored;
-        stream_.socket().shutdown(tcp::socket::shutdown_send, ignored);
+        co_await lingeringClose();
         co_return false;
     }
     ClientStream::TlsStream& tls = stream_.startTls(*tls_);
@@ -108,70 +126,113 @@ awaitable<bool> ClientSession::startTls() {
 }
 
 awaitable<void> ClientSession::run() {
-    if (tls_ && !co_await startTls()) co_return;
-    std::optional<ClientRequestParser> parser;
+    // One statement per await: GCC 12 miscompiles a co_await inside a condition.
+    if (tls_) {
+        const bool started = co_await startTls();
+        if (!started) co_return;
+    }
     while (!worker_.stopping()) {
-        if (co_await readRequest(parser) != ReadResult::request) break;
-        ClientRequest request = parser->release();
-        const bool keep_alive = co_await serve(request);
-        idle_ = true;
+        const ReadResult read = co_await readHead();
+        if (read != ReadResult::request) break;
+        const bool keep_alive = co_await serve(parser_->request());
+        const bool body_read = parser_->is_done();
+        endRequest();
+        if (!body_read) {
+            co_await lingeringClose();
+            co_return;
+        }
         if (!keep_alive) break;
     }
     error_code ec;
     stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
 }
 
-awaitable<ClientSession::ReadResult> ClientSession::readRequest(std::optional<ClientRequestParser>& parser) {
-    const conf::LimitsConfig& limits = worker_.server().config().limits;
-    idle_ = true;
-
-    // Between requests the keep-alive deadline runs; from the first byte on,
-    // one deadline covers the whole header, however it is dribbled.
+awaitable<ClientSession::ReadResult> ClientSession::readHead() {
+    Server& server = worker_.server();
+    const conf::LimitsConfig& limits = server.config().limits;
     if (buffer_.size() == 0) {
-        stream_.expires_after(ms(limits.keepalive_timeout_ms));
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(4096), use_nothrow);
+        // Idle until the first byte: the first to close at max_connections, and at shutdown.
+        worker_.markIdle(*this);
+        stream_.expires_after(ms(heads_read_ == 0 ? limits.header_timeout_ms : limits.keepalive_timeout_ms));
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kFirstHeadReadBytes), use_nothrow);
+        worker_.markBusy(*this);
         if (ec) co_return ReadResult::closed;
         buffer_.commit(n);
     }
-    idle_ = false;
+    ++heads_read_;
     stream_.expires_after(ms(limits.header_timeout_ms));
-    parser.emplace(RequestLimits{limits.max_header_bytes, limits.max_header_count, limits.max_body_bytes});
-    // The head, and whatever of the body came with it.
+    parser_.emplace(RequestLimits{limits.max_header_bytes, limits.max_header_count, limits.max_body_bytes,
+                                  &server.bodyBudget(), limits.max_buffered_body_bytes});
+    // The head only: the body is the request path's to read, once the head has earned it.
     while (true) {
-        buffer_.consume(parser->put(bytesOf(buffer_)));
-        if (parser->failed()) co_return co_await refuseRequest(refusalOf(parser->refusal()));
-        if (parser->is_header_done()) break;
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(8192), use_nothrow);
+        buffer_.consume(parser_->put(bytesOf(buffer_)));
+        if (parser_->failed()) {
+            const ApiError refusal = refusalOf(parser_->refusal());
+            co_return co_await refuseRequest(refusal);
+        }
+        if (parser_->is_header_done()) break;
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kHeadReadBytes), use_nothrow);
         // A deadline closes the socket itself (the worker's sweep, timed_socket.hpp): the slow
         // client is cut without an answer, as nginx does on client_header_timeout.
         if (ec) co_return ReadResult::closed;
         buffer_.commit(n);
     }
 
-    if (parser->fields().has(http::field::expect)) {
-        const std::string_view expect = parser->fields()[http::field::expect];
+    expects_continue_ = false;
+    if (parser_->fields().has(http::field::expect)) {
+        const std::string_view expect = parser_->fields()[http::field::expect];
         if (!beast::iequals(beast::string_view(expect), "100-continue")) {
             ApiError refusal = ApiError::expectationFailed("only Expect: 100-continue is supported.");
             co_return co_await refuseRequest(refusal);
         }
-        if (!parser->is_done()) {
-            stream_.expires_after(ms(limits.client_write_timeout_ms));
-            static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-            auto [wec, wn] = co_await net::async_write(stream_, net::buffer(kContinue), use_nothrow);
-            if (wec) co_return ReadResult::closed;
-        }
-    }
-
-    // The body grows as it arrives, with admission's padding (client_request.hpp).
-    while (!parser->is_done()) {
-        stream_.expires_after(ms(limits.body_idle_timeout_ms));
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kBodyReadBytes), use_nothrow);
-        if (ec) co_return ReadResult::closed;
-        buffer_.commit(n);
-        buffer_.consume(parser->put(bytesOf(buffer_)));
-        if (parser->failed()) co_return co_await refuseRequest(refusalOf(parser->refusal()));
+        expects_continue_ = true;
     }
     co_return ReadResult::request;
+}
+
+bool ClientSession::takeBody() {
+    ClientRequestParser& parser = *parser_;
+    if (parser.is_done()) return true;
+    // Even with nothing buffered: the body's share of the budget is taken here.
+    buffer_.consume(parser.put(bytesOf(buffer_)));
+    return parser.is_done();
+}
+
+awaitable<bool> ClientSession::readBody() {
+    ClientRequestParser& parser = *parser_;
+    const conf::LimitsConfig& limits = request_->config.limits;
+    // Sent only now: after the checks of the head and the budget passed.
+    if (expects_continue_ && !parser.failed() && !parser.is_done()) {
+        stream_.expires_after(ms(limits.client_write_timeout_ms));
+        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
+        auto [wec, wn] = co_await net::async_write(stream_, net::buffer(kContinue), use_nothrow);
+        if (wec) co_return false;
+    }
+    // The body grows as it arrives, with admission's padding (client_request.hpp).
+    while (!parser.failed() && !parser.is_done()) {
+        stream_.expires_after(ms(limits.body_idle_timeout_ms));
+        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kBodyReadBytes), use_nothrow);
+        if (ec) {
+            request_->record.rejection = ec == beast::error::timeout ? "body_timeout" : "client_closed";
+            co_return false;
+        }
+        buffer_.commit(n);
+        buffer_.consume(parser.put(bytesOf(buffer_)));
+    }
+    if (!parser.failed()) co_return true;
+    const ApiError error = refusalOf(parser.refusal());
+    const bool overloaded = parser.refusal().status == 503;
+    const http::field extra = overloaded ? http::field::retry_after : http::field::unknown;
+    const std::string_view extra_value = overloaded ? kBudgetRetryAfterSeconds : std::string_view();
+    co_await writeError(error, false, extra, extra_value);
+    co_return false;
+}
+
+void ClientSession::dropBufferedBody() {
+    ClientRequestParser& parser = *parser_;
+    if (parser.failed() || parser.is_done()) return;
+    parser.discardBody();
+    buffer_.consume(parser.put(bytesOf(buffer_)));
 }
 
 awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError& error) {
@@ -180,20 +241,41 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     response.set(http::field::connection, "close");
     response.body() = error.body();
     response.prepare_payload();
-    stream_.expires_after(ms(worker_.server().config().limits.client_write_timeout_ms));
-    co_await http::async_write(stream_, response, use_nothrow);
+    const bool head_only = parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
+    co_await send(response, head_only);
     // Refused before it was a request (framing, sizes): logged all the same.
     AccessRecord record;
     assignRequestId(record.request_id, "", worker_.requestIds());
     record.status = error.http_status;
-    record.bytes_out = response.body().size();
+    record.bytes_out = head_only ? 0 : response.body().size();
     record.rejection = error.code;
     worker_.logAccess(record);
-    // The unread rest of the request is discarded with the connection: the
-    // client learns the verdict instead of a reset while it still sends.
-    error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_send, ec);
+    parser_.reset();
+    co_await lingeringClose();
     co_return ReadResult::closed;
+}
+
+awaitable<void> ClientSession::lingeringClose() {
+    if (!stream_.socket().is_open()) co_return;
+    worker_.markIdle(*this);  // the first to go at max_connections
+    TimedSocket& tcp = stream_.tcpStream();
+    // Asio's own reads: the client's close must end the wait even when it
+    // came with the last bytes of a short read (drain_aware_read.hpp). Raw
+    // bytes, TLS or not: they are dropped unread.
+    tcp.readDrainAwareChecked(false);
+    buffer_.clear();
+    constexpr size_t kLingerReadBytes = 16 * 1024;
+    const net::mutable_buffer scratch = buffer_.prepare(kLingerReadBytes);
+    const std::chrono::milliseconds linger = ms(worker_.server().config().limits.linger_timeout_ms);
+    co_await gateway::lingeringClose(tcp, scratch, linger);
+    worker_.markBusy(*this);
+}
+
+void ClientSession::endRequest() {
+    const size_t body_bytes = parser_->get().body().capacity();
+    parser_.reset();
+    if (buffer_.size() == 0 && buffer_.capacity() > kIdleBufferBytes) buffer_.shrink_to_fit();
+    if (body_bytes >= kReturnMemoryAfterBytes) returnFreeMemory();
 }
 
 awaitable<bool> ClientSession::serve(ClientRequest& request) {
@@ -202,7 +284,6 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
     assignRequestId(record.request_id, request[beast::string_view("X-Request-ID")], worker_.requestIds());
     record.method.assign(clipUtf8(request.method_string(), 32));
     record.path.assign(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
-    record.bytes_in = request.body().size();
     InFlight in_flight(worker_.server().requestsInFlight());
     Server& server = worker_.server();
     const conf::Config& config = server.config();
@@ -231,6 +312,7 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
     }
     request_ = nullptr;
     if (failed) keep_alive = co_await answerInternalError(record, config, failure);
+    record.bytes_in = request.body().size();
     worker_.logAccess(record);
     co_return keep_alive;
 }
@@ -254,23 +336,38 @@ awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const c
     response.keep_alive(false);
     response.body() = error.body();
     response.prepare_payload();
+    const bool head_only = parser_->get().method() == http::verb::head;
     record.status = 500;
-    record.bytes_out = response.body().size();
-    stream_.expires_after(ms(config.limits.client_write_timeout_ms));
-    co_await http::async_write(stream_, response, use_nothrow);
+    record.bytes_out = head_only ? 0 : response.body().size();
+    co_await send(response, head_only);
     co_return false;
 }
 
 awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
+    if (!parser_->is_done()) {
+        dropBufferedBody();
+        if (!parser_->is_done()) response.keep_alive(false);
+    }
     response.prepare_payload();
-    // The request's own config when there is one (one snapshot per request).
-    const conf::Config& config = request_ ? request_->config : worker_.server().config();
+    const bool head_only = parser_->get().method() == http::verb::head;
     if (request_) {
         request_->key_lease.release();  // a complete answer: see KeyLease
         request_->record.status = response.result_int();
-        request_->record.bytes_out = response.body().size();
+        request_->record.bytes_out = head_only ? 0 : response.body().size();
     }
+    co_return co_await send(response, head_only);
+}
+
+awaitable<bool> ClientSession::send(http::response<http::string_body>& response, bool head_only) {
+    // The request's own config when there is one (one snapshot per request).
+    const conf::Config& config = request_ ? request_->config : worker_.server().config();
     stream_.expires_after(ms(config.limits.client_write_timeout_ms));
+    if (head_only) {
+        // The head says what GET would send (Content-Length); RFC 9110 9.3.2.
+        http::response_serializer<http::string_body> serializer(response);
+        auto [ec, n] = co_await http::async_write_header(stream_, serializer, use_nothrow);
+        co_return !ec;
+    }
     auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
     co_return !ec;
 }
@@ -286,7 +383,8 @@ awaitable<bool> ClientSession::writeError(const ApiError& error, bool keep_alive
     if (extra != http::field::unknown) response.set(extra, extra_value);
     response.keep_alive(keep_alive);
     response.body() = error.body();
-    co_return (co_await writeResponse(response) && keep_alive);
+    const bool written = co_await writeResponse(response);
+    co_return written&& response.keep_alive();
 }
 
 }  // namespace dpgate::gateway

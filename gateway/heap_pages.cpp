@@ -1,10 +1,24 @@
 #include "gateway/heap_pages.hpp"
 
+#include <malloc.h>
 #include <fstream>
 #include <iterator>
 #include <limits>
 
 namespace dpgate::gateway {
+
+namespace {
+
+void trimGlibcHeap() { ::malloc_trim(0); }
+
+// Constant-initialised: set before any dynamic initialiser may replace it.
+void (*return_free_memory)() = trimGlibcHeap;
+
+}  // namespace
+
+void returnFreeMemory() { return_free_memory(); }
+
+void setReturnFreeMemory(void (*release)()) { return_free_memory = release; }
 
 HugeRegionRequest hugeRegionRequest(std::size_t bytes, std::size_t alignment) {
     if (bytes > std::numeric_limits<std::size_t>::max() - (kHugePageBytes - 1)) return {0, kHugePageBytes};

@@ -38,6 +38,17 @@ std::string_view thpModeOf(std::string_view sysfs_text);
 // The running kernel's mode; "" without transparent huge pages.
 std::string thpMode();
 
+// Hands the allocator's free memory back to the system: after a large
+// request body is freed, so that resident memory follows what is held, not
+// the peak (allocators keep what they freed for later). tcmalloc's
+// ReleaseFreeMemory in a dpgate linked with it (tcmalloc_heap_pages.cpp
+// installs it before main), glibc's malloc_trim elsewhere. Takes the
+// allocator's page-heap lock and one madvise per free span: for requests of
+// a megabyte and more, never per small request.
+void returnFreeMemory();
+// What returnFreeMemory() calls (tcmalloc_heap_pages.cpp's, at static initialisation).
+void setReturnFreeMemory(void (*release)());
+
 // Makes the process allocator take its memory from the system in whole,
 // aligned huge pages advised MADV_HUGEPAGE (config `huge_pages`). Call it
 // once, before the threads start; what was allocated before stays as it

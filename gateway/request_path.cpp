@@ -4,6 +4,7 @@
 #include "gateway/admit_request.hpp"
 #include "gateway/caller.hpp"
 #include "gateway/client_session.hpp"
+#include "gateway/http_grammar.hpp"
 #include "gateway/local_endpoints.hpp"
 #include "gateway/log.hpp"
 #include "gateway/relay.hpp"
@@ -65,7 +66,8 @@ RetryObserver logRetry(RequestContext& c) {
 }
 
 awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
-    const bool is_get = c.request.method() == http::verb::get;
+    // HEAD is GET without the body (the session writes only the head).
+    const bool is_get = c.request.method() == http::verb::get || c.request.method() == http::verb::head;
     if (path == "/health" || path == "/v1/models") {
         if (!is_get) {
             ApiError error = ApiError::methodNotAllowed("use GET for " + std::string(path) + ".");
@@ -102,6 +104,35 @@ bool testFaultsEnabled() {
     return enabled;
 }
 
+// A field dpgate acts on, sent twice: which one counts is ambiguous (a
+// proxy in front may have checked the other), so neither does. The name as
+// the client spelled it, or empty when each comes at most once. One pass,
+// by the ids the parser gave the fields; names only for the few it could
+// not name, and the configured session header's by its length and first
+// letter before a compare (OR 0x20 folds a letter's case).
+std::string_view repeatedField(const RequestContext& c) {
+    const HeadFields& fields = c.request.fields();
+    const std::string_view session_header = c.config.routing.session_header;
+    unsigned seen = 0;
+    for (size_t i = 0; i < fields.size(); ++i) {
+        const HeadFields::Field& f = fields.at(i);
+        const std::string_view name = fields.nameOf(f);
+        unsigned bit = 0;
+        if (f.name == http::field::authorization) bit = 1;
+        else if (f.name == http::field::expect) bit = 2;
+        else if (name.size() == session_header.size() && (name[0] | 0x20) == (session_header[0] | 0x20) &&
+                 grammar::iequals(name, session_header))
+            bit = 4;
+        else if (f.name != http::field::unknown) continue;
+        else if (grammar::isName(name, "x-request-id")) bit = 8;
+        else if (grammar::isName(name, "x-data-parallel-rank")) bit = 16;
+        else continue;
+        if (seen & bit) return name;
+        seen |= bit;
+    }
+    return {};
+}
+
 // A refusal before admission, written from a frame of its own (the error
 // is moved in: serveRequest is not a coroutine and keeps nothing).
 awaitable<bool> refuse(RequestContext& c, ApiError error, http::field extra, std::string extra_value) {
@@ -114,27 +145,27 @@ awaitable<bool> refuseNoBackend(RequestContext& c) {
         http::field::unknown, {});
 }
 
-// Steps 3 to 6 for a caller that may: the one coroutine frame a proxied
+// Steps 4 to 7 for a caller that may: the one coroutine frame a proxied
 // request's own path costs. It stays small (memory held per request in
 // flight, tests/bench/proxy/frame_sizes.py): the refusals and the failures
 // are written by coroutines of their own.
 awaitable<bool> proxyRequest(RequestContext& c) {
     RequestOutcome outcome(c);
 
-    // 3. Admit: what cannot succeed is refused here (a large body was
+    // 4. Admit: what cannot succeed is refused here (a large body was
     // judged off this thread already: proxyLargeRequest).
     admission::Verdict verdict = c.judged ? std::move(*c.judged) : admitRequest(c);
     if (auto* refused = std::get_if<admission::Refused>(&verdict))
         co_return co_await c.session.writeError(*refused, c.keep_alive);
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
 
-    // 4. Plan the route: the conversation's slot first, then where it goes
+    // 5. Plan the route: the conversation's slot first, then where it goes
     // when that slot is overloaded or fails.
     Router& router = c.server.router();
     const RoutePlan plan = router.plan(affinityOf(c, admitted), double(admitted.prompt_tokens));
     if (plan.empty()) co_return co_await refuseNoBackend(c);
 
-    // 5. Forward with retry, through the Relay. Tokens of every stream are
+    // 6. Forward with retry, through the Relay. Tokens of every stream are
     // counted: a client that did not ask for the usage chunk gets the stream
     // without it.
     const bool stream_usage_added = admitted.stream && !admitted.has_stream_options && c.config.metrics.stream_usage;
@@ -151,7 +182,7 @@ awaitable<bool> proxyRequest(RequestContext& c) {
     }
     const bool keep_alive = co_await relay.relayAnswer(forwarded.lease);
 
-    // 6. Account.
+    // 7. Account.
     accountAnswer(c, forwarded.lease, admitted);
     co_return keep_alive;
 }
@@ -168,6 +199,17 @@ awaitable<bool> proxyLargeRequest(RequestContext& c) {
     co_return co_await proxyRequest(c);
 }
 
+// A body that did not come whole with its head is read in a frame of its
+// own, as it arrives; a small request's comes with its head and its path
+// keeps one frame.
+awaitable<bool> readBodyThenProxy(RequestContext& c) {
+    // Awaited in a statement of its own: GCC 12 miscompiles `if (!co_await ...)` here.
+    const bool body_read = co_await c.session.readBody();
+    if (!body_read) co_return false;  // refused and answered, or the client is gone
+    if (admitsOffThread(c)) co_return co_await proxyLargeRequest(c);
+    co_return co_await proxyRequest(c);
+}
+
 }  // namespace
 
 awaitable<bool> serveRequest(RequestContext& c) {
@@ -175,6 +217,14 @@ awaitable<bool> serveRequest(RequestContext& c) {
     std::string_view path = target.substr(0, target.find('?'));
     if (testFaultsEnabled() && c.request[beast::string_view("X-Dpgate-Test-Fault")] == "throw")
         throw std::runtime_error("test fault: X-Dpgate-Test-Fault: throw");
+
+    // The head's own sense: each field dpgate acts on at most once.
+    if (const std::string_view repeated = repeatedField(c); !repeated.empty())
+        return refuse(c,
+                      ApiError::badRequest("more than one " + std::string(clipUtf8(repeated, kQuotedBytes)) +
+                                               " header field; send it once.",
+                                           "duplicate_header"),
+                      http::field::unknown, {});
 
     // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
     if (path.starts_with("/v1/")) {
@@ -197,6 +247,11 @@ awaitable<bool> serveRequest(RequestContext& c) {
         return refuse(c, std::move(*leased.refusal), http::field::retry_after,
                       std::to_string(leased.retry_after_seconds));
     c.key_lease = std::move(leased.lease);
+
+    // 3. The body, only now that the head has earned it, held against the
+    // process's budget (503 beyond it). What came with the head is taken at
+    // once; the rest is read as it arrives.
+    if (!c.session.takeBody()) return readBodyThenProxy(c);
     if (admitsOffThread(c)) return proxyLargeRequest(c);
     return proxyRequest(c);
 }

@@ -276,6 +276,24 @@ void Server::refreshAcceptance() {
     metrics_.unaccepted_failover.set(backends_.unacceptedFailover() ? 1 : 0);
 }
 
+bool Server::evictIdleConnection(Worker& asking) {
+    Worker* oldest = nullptr;
+    int64_t oldest_since = IdleList::kNone;
+    for (const std::unique_ptr<Worker>& worker : workers_) {
+        const int64_t since = worker->oldestIdleSince();
+        if (since < oldest_since) {
+            oldest_since = since;
+            oldest = worker.get();
+        }
+    }
+    if (oldest == nullptr) return false;
+    if (oldest == &asking) return asking.evictOldestIdle();
+    // Its connection may be busy again by the time the post runs: then the
+    // new connection went in without one going out (a bounded overshoot).
+    oldest->postEvictOldestIdle();
+    return true;
+}
+
 void Server::beginShutdown() {
     shutting_down_ = true;
     admin_->stop();

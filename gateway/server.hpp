@@ -10,6 +10,8 @@
 #include "gateway/auth/key_limiter.hpp"
 #include "gateway/auth/key_store.hpp"
 #include "gateway/backend_registry.hpp"
+#include "gateway/body_budget.hpp"
+#include "gateway/connections_per_address.hpp"
 #include "gateway/count_check.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/sharded_count.hpp"
@@ -91,6 +93,15 @@ public:
     const std::shared_ptr<admission::SharedSegmentCache>& sharedSegments() const { return shared_segments_; }
 
     std::atomic<int64_t>& openConnections() { return open_connections_; }
+    // Request bodies held in memory by every worker (limits.max_buffered_body_bytes).
+    BodyBudget& bodyBudget() { return body_budget_; }
+    // Client connections per peer address (limits.max_connections_per_ip).
+    ConnectionsPerAddress& connectionsPerAddress() { return connections_per_address_; }
+    // At max_connections: closes the idle connection (waiting for a request,
+    // or lingering) that has been idle longest, on whichever worker holds it
+    // (at once on `asking`'s thread, else posted to its own). False when no
+    // worker has one.
+    bool evictIdleConnection(Worker& asking);
     metrics::ShardedCount<int64_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
     metrics::ShardedCount<int64_t>& requestsInFlight() { return requests_in_flight_; }
 
@@ -118,6 +129,8 @@ private:
     // Counters outlive the workers: sessions destroyed with a worker's
     // io_context still decrement them.
     std::atomic<int64_t> open_connections_{0};
+    BodyBudget body_budget_;
+    ConnectionsPerAddress connections_per_address_;
     // Moved by every request on every worker: sharded (sharded_count.hpp).
     metrics::ShardedCount<int64_t> requests_in_flight_;
     // Per backend: idle upstream connections over all workers (UpstreamPool).

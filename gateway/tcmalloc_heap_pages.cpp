@@ -1,5 +1,6 @@
 // backHeapWithHugePages() for a dpgate linked with gperftools' tcmalloc
-// (gateway/CMakeLists.txt): a SysAllocator in front of tcmalloc's own.
+// (gateway/CMakeLists.txt): a SysAllocator in front of tcmalloc's own; and
+// returnFreeMemory() through tcmalloc's MallocExtension.
 #include "gateway/heap_pages.hpp"
 
 #include <gperftools/malloc_extension.h>
@@ -34,6 +35,12 @@ public:
 private:
     SysAllocator* system_;
 };
+
+void releaseTcmallocFreeMemory() { MallocExtension::instance()->ReleaseFreeMemory(); }
+
+// Before main: returnFreeMemory() hands tcmalloc's free pages back, where
+// glibc's malloc_trim would find nothing of its own to trim.
+[[maybe_unused]] const bool kReleasesThroughTcmalloc = (setReturnFreeMemory(releaseTcmallocFreeMemory), true);
 
 }  // namespace
 

@@ -2,6 +2,7 @@
 
 #include "gateway/accepted_socket.hpp"
 #include "gateway/client_session.hpp"
+#include "gateway/coarse_clock.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/log.hpp"
 #include "gateway/metrics/sharded_count.hpp"
@@ -42,6 +43,13 @@ admission::TokenCounterLimits countLimits(const Server& server, bool offload_adm
     const size_t offload_share = offloading ? share / 4 * 3 : share / 64;
     return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share,
                                          .shared_segments = server.sharedSegments()};
+}
+
+// The per-address table's key: IPv4 in its v4-mapped IPv6 form.
+ConnectionsPerAddress::Address addressKey(const net::ip::address& address) {
+    const net::ip::address_v6 v6 =
+        address.is_v4() ? net::ip::make_address_v6(net::ip::v4_mapped, address.to_v4()) : address.to_v6();
+    return v6.to_bytes();
 }
 
 // 64 random bits: a request id source's seed.
@@ -123,17 +131,55 @@ awaitable<void> Worker::acceptLoop() {
             continue;
         }
         if (stopping_) continue;
-        // Beyond the limit a connection is closed at once: memory per
-        // connection is bounded, and so is their number.
-        if (server_.openConnections().load(std::memory_order_relaxed) >=
-            int64_t(server_.config().limits.max_connections)) {
-            error_code ignored;
-            socket.close(ignored);
+        const conf::LimitsConfig& limits = server_.config().limits;
+        // One address gets at most max_connections_per_ip of them.
+        std::optional<ConnectionsPerAddress::Slot> slot =
+            server_.connectionsPerAddress().open(addressKey(peer.address()), limits.max_connections_per_ip);
+        if (!slot) {
+            refuseConnection(socket, "per_ip");
+            continue;
+        }
+        // Memory per connection is bounded, and so is their number: at the
+        // limit the oldest idle connection of any worker makes room (the
+        // count overshoots by the evictions still under way); with none idle,
+        // the new connection is closed at once.
+        if (server_.openConnections().load(std::memory_order_relaxed) >= int64_t(limits.max_connections) &&
+            !server_.evictIdleConnection(*this)) {
+            refuseConnection(socket, "max_connections");
             continue;
         }
         prepareAccepted(socket);
-        ClientSession::start(std::make_shared<ClientSession>(*this, std::move(socket), peer, server_.tlsContext()));
+        ClientSession::start(
+            std::make_shared<ClientSession>(*this, std::move(socket), peer, server_.tlsContext(), std::move(*slot)));
     }
+}
+
+void Worker::refuseConnection(tcp::socket& socket, std::string_view reason) {
+    error_code ignored;
+    socket.close(ignored);
+    server_.metrics().connections_refused.with({reason}).inc();
+}
+
+void Worker::detach(ClientSession* session) {
+    idle_.remove(session->idleHook());
+    sessions_.erase(session);
+}
+
+void Worker::markIdle(ClientSession& session) { idle_.add(session.idleHook(), coarseNow().time_since_epoch().count()); }
+
+void Worker::markBusy(ClientSession& session) { idle_.remove(session.idleHook()); }
+
+bool Worker::evictOldestIdle() {
+    IdleHook* oldest = idle_.oldest();
+    if (oldest == nullptr) return false;
+    idle_.remove(*oldest);
+    oldest->session->close();
+    server_.metrics().idle_connections_evicted.inc();
+    return true;
+}
+
+void Worker::postEvictOldestIdle() {
+    net::post(io_, [this] { evictOldestIdle(); });
 }
 
 const admission::AdmissionLimits& Worker::admissionLimits(const conf::Config& config, uint64_t public_window) {

@@ -6,6 +6,7 @@
 
 #include "admission/admit.hpp"
 #include "gateway/access_log.hpp"
+#include "gateway/idle_list.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net.hpp"
 #include "gateway/request_id.hpp"
@@ -81,10 +82,25 @@ public:
     metrics::Counter& requestCounter(std::string_view path, unsigned status);
 
     void attach(ClientSession* session) { sessions_.insert(session); }
-    void detach(ClientSession* session) { sessions_.erase(session); }
+    void detach(ClientSession* session);
+
+    // A client connection waits for a request or lingers (markIdle), or
+    // works on one (markBusy); see idle_list.hpp.
+    void markIdle(ClientSession& session);
+    void markBusy(ClientSession& session);
+    // From any thread: since when (steady clock, ns) this worker's oldest
+    // idle connection has been idle; IdleList::kNone when it has none.
+    int64_t oldestIdleSince() const { return idle_.oldestSince(); }
+    // Closes this worker's oldest idle connection, if it has one: room for a
+    // new one at max_connections (Server::evictIdleConnection). On this
+    // worker's thread; from another, postEvictOldestIdle().
+    bool evictOldestIdle();
+    void postEvictOldestIdle();
 
 private:
     awaitable<void> acceptLoop();
+    // A new connection closed at once, counted by `reason` (dpgate_connections_refused_total).
+    void refuseConnection(tcp::socket& socket, std::string_view reason);
     void scheduleSweep();
 
     Server& server_;
@@ -92,6 +108,7 @@ private:
     // Declared before io_: destroying io_ destroys the sessions' coroutine
     // frames, and each session detaches itself from this set.
     std::unordered_set<ClientSession*> sessions_;
+    IdleList idle_;           // those of sessions_ waiting for a request or lingering
     DeadlineList deadlines_;  // before io_ too: sockets unlink themselves as frames go
     // One thread runs it, and every socket on it is opened, read, written
     // and closed from that thread (other threads post to it): the reactor's

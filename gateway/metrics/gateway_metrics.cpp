@@ -93,6 +93,23 @@ GatewayMetrics::GatewayMetrics()
           "dpgate_count_mismatches_total",
           "Compared answers whose usage.prompt_tokens differed from dpgate's count: the backend's chat template or "
           "tokenizer is not dpgate's, so its window refusals are wrong. Per backend.",
-          {"backend"})) {}
+          {"backend"})),
+      open_connections(registry.gauge("dpgate_open_connections", "Client connections open now.").with({})),
+      buffered_body_bytes(registry
+                              .gauge("dpgate_buffered_body_bytes",
+                                     "Bytes of request bodies held in memory now, against "
+                                     "limits.max_buffered_body_bytes (beyond it: 503).")
+                              .with({})),
+      connections_refused(registry.counter("dpgate_connections_refused_total",
+                                           "Client connections closed as soon as accepted: per_ip (the address "
+                                           "had limits.max_connections_per_ip open) or max_connections (at the "
+                                           "limit with no idle connection to close).",
+                                           {"reason"})),
+      idle_connections_evicted(registry
+                                   .counter("dpgate_idle_connections_evicted_total",
+                                            "Idle client connections (waiting for a request, or lingering) "
+                                            "closed at limits.max_connections to make room for a new one, "
+                                            "oldest first.")
+                                   .with({})) {}
 
 }  // namespace dpgate::metrics

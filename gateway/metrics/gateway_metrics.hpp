@@ -40,6 +40,10 @@ struct GatewayMetrics {
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
     CounterFamily& count_checks;            // dpgate_count_checks_total{backend}
     CounterFamily& count_mismatches;        // dpgate_count_mismatches_total{backend}
+    Gauge& open_connections;                // dpgate_open_connections
+    Gauge& buffered_body_bytes;             // dpgate_buffered_body_bytes
+    CounterFamily& connections_refused;     // dpgate_connections_refused_total{reason}
+    Counter& idle_connections_evicted;      // dpgate_idle_connections_evicted_total
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

@@ -183,7 +183,8 @@ def test_chunked_body_over_limit_is_413():
         config = gateway_config([("primary", sim, "primary")], limits={"max_body_bytes": 1024 * 1024})
         with Gateway(config) as gw:
             chunk = b"x" * 65536
-            data = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n" +
+            data = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer " + CLIENT_KEY.encode() +
+                    b"\r\nTransfer-Encoding: chunked\r\n\r\n" +
                     (b"%x\r\n" % len(chunk) + chunk + b"\r\n") * 17 + b"0\r\n\r\n")
             reply = gw.raw(data)
             assert reply.startswith(b"HTTP/1.1 413"), reply[:200]
@@ -416,7 +417,11 @@ def test_connections_beyond_max_connections_are_closed_at_once():
             while gw.admin("GET", "/admin/status")[2]["open_connections"] > 0:
                 assert time.monotonic() < deadline, "dpgate never let go of the /health connections"
                 time.sleep(0.02)
+            # Four connections each in the middle of a head: busy, so none is
+            # closed to make room (idle ones are: test_hostile_client.py).
             held = [socket.create_connection(("127.0.0.1", gw.port), timeout=5) for _ in range(4)]
+            for s in held:
+                s.sendall(b"GET /health HTTP/1.1\r\n")
             try:
                 # The kernel completes connections before dpgate accepts them:
                 # wait until dpgate holds all four, or the 5th may overtake them.

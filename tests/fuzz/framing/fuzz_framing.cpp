@@ -8,6 +8,7 @@
 // - What dpgate refuses as malformed (against HTTP/1.1's grammar), Beast
 //   refuses too. Refusals of well-formed shapes (smuggling shapes, limits)
 //   are dpgate's own and not compared.
+// - A body dropped unread (discardBody) ends at the same byte as one kept.
 #include "gateway/client_request.hpp"
 
 #include <boost/beast/http/string_body.hpp>
@@ -50,8 +51,10 @@ FieldList grouped(FieldList f) {
 
 constexpr size_t kBodyLimit = 1 << 20;
 
-// The gateway's parser, `feed` bytes at a time, as reads would hand them over.
-Parsed asTheGateway(std::string_view wire, size_t feed, RequestRefusal& refusal) {
+// The gateway's parser, `feed` bytes at a time, as reads would hand them over;
+// with `discard`, the body is read through and dropped (a request answered
+// from its head).
+Parsed asTheGateway(std::string_view wire, size_t feed, RequestRefusal& refusal, bool discard = false) {
     // Header limits below Beast's (8 KiB): past them the gateway refuses first.
     ClientRequestParser parser(RequestLimits{4096, 16, kBodyLimit});
     Parsed out;
@@ -60,10 +63,17 @@ Parsed asTheGateway(std::string_view wire, size_t feed, RequestRefusal& refusal)
         const size_t n = std::min(feed, wire.size() - at);
         pending.append(wire.substr(at, n));
         at += n;
-        const size_t used = parser.put(pending);
-        if (used > pending.size()) std::abort();
-        out.used += used;
-        pending.erase(0, used);
+        // A put() that completes the head stops there (the session judges
+        // the head first): the body goes in the next.
+        while (true) {
+            const bool head_done = parser.is_header_done();
+            if (head_done && discard) parser.discardBody();
+            const size_t used = parser.put(pending);
+            if (used > pending.size()) std::abort();
+            out.used += used;
+            pending.erase(0, used);
+            if (head_done || !parser.is_header_done() || parser.is_done() || parser.failed()) break;
+        }
     }
     if (parser.failed()) {
         refusal = parser.refusal();
@@ -130,6 +140,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
                           grouped(gateway.fields) == grouped(beast.fields) && gateway.body == beast.body &&
                           gateway.used == beast.used;
         if (!same) __builtin_trap();
+        // Dropped, the body still ends where it ends, and nothing of it is kept.
+        RequestRefusal discard_refusal;
+        const Parsed discarded = asTheGateway(wire, 1 + size % 61, discard_refusal, true);
+        if (discarded.failed || discarded.used != gateway.used || !discarded.body.empty()) __builtin_trap();
     } else if (refusal.malformed && !beast.failed) {
         __builtin_trap();
     }

@@ -7,19 +7,24 @@
 namespace dpgate::gateway {
 namespace {
 
-// The whole input at once; the parser is done, failed or waiting for more.
-size_t parse(ClientRequestParser& parser, std::string_view bytes) { return parser.put(bytes); }
+// The whole input at once, as the session gives it: the head, then the
+// body; the parser is done, failed or waiting for more. Returns the bytes used.
+size_t parse(ClientRequestParser& parser, std::string_view bytes) {
+    size_t used = parser.put(bytes);
+    if (parser.is_header_done() && !parser.is_done() && !parser.failed()) used += parser.put(bytes.substr(used));
+    return used;
+}
 
 // The refusal of a request given whole, or 0 when it is accepted.
 unsigned statusOf(std::string_view bytes, RequestLimits limits = {}) {
     ClientRequestParser parser(limits);
-    parser.put(bytes);
+    parse(parser, bytes);
     return parser.failed() ? parser.refusal().status : 0;
 }
 
 std::string messageOf(std::string_view bytes, RequestLimits limits = {}) {
     ClientRequestParser parser(limits);
-    parser.put(bytes);
+    parse(parser, bytes);
     return parser.refusal().message;
 }
 
@@ -53,19 +58,89 @@ TEST(ClientRequest, NothingIsUsedUntilTheHeadIsWholeThenTheBodyAsItComes) {
     ClientRequestParser parser;
     EXPECT_EQ(parser.put(std::string_view(wire).substr(0, head - 1)), 0u);
     EXPECT_FALSE(parser.is_header_done());
-    EXPECT_EQ(parser.put(std::string_view(wire).substr(0, head + 2)), head + 2);
+    // The call that completes the head stops there, body bytes or not.
+    EXPECT_EQ(parser.put(std::string_view(wire).substr(0, head + 2)), head);
     EXPECT_TRUE(parser.is_header_done());
     EXPECT_EQ(parser.content_length(), 5u);
+    EXPECT_EQ(parser.get().body().capacity(), std::string().capacity()) << "nothing reserved before the body starts";
+    EXPECT_EQ(parser.put("he"), 2u);
     EXPECT_EQ(parser.put("llo"), 3u);
     EXPECT_TRUE(parser.is_done());
     EXPECT_EQ(parser.get().body(), "hello");
+}
+
+TEST(ClientRequest, ABodyTakesItsLengthFromTheBudgetWhenItStartsAndGivesItBackWithTheRequest) {
+    BodyBudget budget;
+    RequestLimits limits;
+    limits.body_budget = &budget;
+    limits.max_buffered_body_bytes = 10;
+    {
+        ClientRequestParser parser(limits);
+        const std::string wire = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 6\r\n\r\n";
+        ASSERT_EQ(parser.put(wire), wire.size());
+        EXPECT_EQ(budget.heldBytes(), 0u) << "the head alone takes nothing";
+        EXPECT_EQ(parser.put(""), 0u);
+        EXPECT_EQ(budget.heldBytes(), 6u) << "the first body call takes the whole length, before a byte";
+        parser.put("abcdef");
+        ASSERT_TRUE(parser.is_done());
+        // A second body of 6 would go beyond 10: refused before a byte is read.
+        ClientRequestParser second(limits);
+        ASSERT_EQ(second.put(wire), wire.size());
+        EXPECT_EQ(second.put("abc"), 0u);
+        ASSERT_TRUE(second.failed());
+        EXPECT_EQ(second.refusal().status, 503u);
+        EXPECT_NE(second.refusal().message.find("limits.max_buffered_body_bytes (10 bytes)"), std::string::npos);
+        EXPECT_EQ(second.get().body().capacity(), std::string().capacity());
+        EXPECT_EQ(budget.heldBytes(), 6u);
+        ClientRequest request = parser.release();
+        EXPECT_EQ(budget.heldBytes(), 6u) << "the share moves with the body";
+    }
+    EXPECT_EQ(budget.heldBytes(), 0u) << "given back once, when the body is freed";
+}
+
+TEST(ClientRequest, AChunkedBodyTakesEachChunkFromTheBudgetAtItsSizeLine) {
+    BodyBudget budget;
+    RequestLimits limits;
+    limits.body_budget = &budget;
+    limits.max_buffered_body_bytes = 8;
+    ClientRequestParser parser(limits);
+    const std::string head = "POST / HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n";
+    ASSERT_EQ(parser.put(head), head.size());
+    EXPECT_EQ(parser.put("5\r\nhello\r\n"), 10u);
+    EXPECT_EQ(budget.heldBytes(), 5u);
+    // Four more would be 9: refused at the size line, before its data.
+    parser.put("4\r\n");
+    ASSERT_TRUE(parser.failed());
+    EXPECT_EQ(parser.refusal().status, 503u);
+    EXPECT_NE(parser.refusal().message.find("this chunk of 4 bytes"), std::string::npos);
+    EXPECT_EQ(budget.heldBytes(), 5u);
+}
+
+TEST(ClientRequest, ADiscardedBodyIsReadThroughWithoutBeingKeptOrCharged) {
+    BodyBudget budget;
+    RequestLimits limits;
+    limits.body_budget = &budget;
+    limits.max_buffered_body_bytes = 4;
+    for (const std::string& body : {std::string("Content-Length: 10\r\n\r\n0123456789"),
+                                    std::string("Transfer-Encoding: chunked\r\n\r\na\r\n0123456789\r\n0\r\n\r\n")}) {
+        const std::string wire = "POST / HTTP/1.1\r\nHost: x\r\n" + body + "GET /next";
+        ClientRequestParser parser(limits);
+        size_t used = parser.put(wire);
+        parser.discardBody();
+        used += parser.put(std::string_view(wire).substr(used));
+        ASSERT_TRUE(parser.is_done()) << parser.refusal().message;
+        EXPECT_EQ(std::string_view(wire).substr(used), "GET /next") << "the next request stays";
+        EXPECT_EQ(parser.get().body(), "");
+        EXPECT_EQ(parser.get().body().capacity(), std::string().capacity());
+        EXPECT_EQ(budget.heldBytes(), 0u);
+    }
 }
 
 TEST(ClientRequest, APipelinedRequestIsLeftForTheNextParser) {
     const std::string first = "POST / HTTP/1.1\r\nHost: x\r\nContent-Length: 2\r\n\r\n{}";
     const std::string second = "GET /health HTTP/1.1\r\nHost: x\r\n\r\n";
     ClientRequestParser parser;
-    EXPECT_EQ(parser.put(first + second), first.size());
+    EXPECT_EQ(parse(parser, first + second), first.size());
     ClientRequestParser next;
     EXPECT_EQ(next.put(second), second.size());
     EXPECT_TRUE(next.is_done());
@@ -219,7 +294,7 @@ TEST(ClientRequest, ChunkedBodyIsDecodedWithAdmissionPadding) {
         for (char c : wire) {
             pending += c;
             if (pending.size() < feed && pending.size() < wire.size()) continue;
-            pending.erase(0, parser.put(pending));
+            pending.erase(0, parse(parser, pending));
         }
         ASSERT_TRUE(parser.is_done()) << parser.refusal().message;
         EXPECT_TRUE(pending.empty());
