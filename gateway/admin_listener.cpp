@@ -1,6 +1,7 @@
 #include "gateway/admin_listener.hpp"
 
 #include "gateway/admin_page.hpp"
+#include "gateway/admission_pool.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
@@ -342,6 +343,7 @@ http::response<http::string_body> AdminListener::metricsPage() const {
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
     }
     m.public_window_tokens.set(int64_t(backends.publicWindow()));
+    m.admission_queued.set(int64_t(server_.admissionPool().queued()));
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();
