@@ -212,7 +212,10 @@ struct Config {
     MetricsConfig metrics;
     StateConfig state;
     AcceptanceConfig acceptance;
-    uint32_t threads = 0;     // 0 = one per core
+    uint32_t threads = 0;  // 0 = one per core
+    // Threads that admit large bodies (limits.offload_admission_bytes and
+    // more) off the workers; 0 = as many as `threads`, at least 2.
+    uint32_t admission_threads = 0;
     bool huge_pages = true;   // heap and code in transparent huge pages (gateway/heap_pages.hpp, code_pages.hpp)
     std::string source_path;  // the file it was loaded from (for reload)
 

@@ -54,8 +54,9 @@ public:
     Loader(std::string base_dir, const LoadOptions& options) : base_dir_(std::move(base_dir)), options_(options) {}
 
     Config load(const Field& root) {
-        const MappingReader top(root, {"listen", "admin", "model", "limits", "routing", "health", "backends", "auth",
-                                       "log", "metrics", "state", "acceptance", "threads", "huge_pages"});
+        const MappingReader top(
+            root, {"listen", "admin", "model", "limits", "routing", "health", "backends", "auth", "log", "metrics",
+                   "state", "acceptance", "threads", "admission_threads", "huge_pages"});
         if (auto f = top.get("listen")) readListen(*f);
         if (auto f = top.get("admin")) readAdmin(*f);
         checkListenersApart();
@@ -71,6 +72,8 @@ public:
         if (auto f = top.get("state")) config_.state.dir = readDirectory(*f);
         if (auto f = top.get("acceptance")) config_.acceptance.dir = readDirectory(*f);
         if (auto f = top.get("threads")) config_.threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
+        if (auto f = top.get("admission_threads"))
+            config_.admission_threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
         if (auto f = top.get("huge_pages")) config_.huge_pages = readBool(*f);
         checkPrimaries();
         return std::move(config_);

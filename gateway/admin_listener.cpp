@@ -1,6 +1,7 @@
 #include "gateway/admin_listener.hpp"
 
 #include "gateway/admin_page.hpp"
+#include "gateway/admission_pool.hpp"
 #include "gateway/api_error.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/lingering_close.hpp"
@@ -389,6 +390,7 @@ http::response<http::string_body> AdminListener::metricsPage() const {
     m.public_window_tokens.set(int64_t(backends.publicWindow()));
     m.open_connections.set(server_.openConnections().load(std::memory_order_relaxed));
     m.buffered_body_bytes.set(int64_t(server_.bodyBudget().heldBytes()));
+    m.admission_queued.set(int64_t(server_.admissionPool().queued()));
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();

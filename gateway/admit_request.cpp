@@ -1,5 +1,6 @@
 #include "gateway/admit_request.hpp"
 
+#include "gateway/admission_pool.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/server.hpp"
 #include "gateway/worker.hpp"
@@ -57,9 +58,10 @@ awaitable<void> admitOffThread(RequestContext& c, admission::Verdict& verdict) {
     const std::string_view body = c.request.body();
     const size_t capacity = c.request.body().capacity();
     const admission::Endpoint endpoint = endpointOf(c.request.target());
-    admission::Admitter& admitter = c.worker.offloadAdmitter();
-    auto judge = [&]() -> awaitable<admission::Verdict> { co_return admitter.admit(body, capacity, endpoint, limits); };
-    verdict = co_await net::co_spawn(c.worker.admissionExecutor(), std::move(judge), net::use_awaitable_t<Executor>{});
+    // Requests without a key (auth.required: false) share one queue.
+    const std::string_view key = c.key ? std::string_view(c.key->name) : std::string_view();
+    verdict = co_await c.server.admissionPool().judge(
+        key, [&](admission::Admitter& admitter) { return admitter.admit(body, capacity, endpoint, limits); });
     recordVerdict(c, verdict, start);
 }
 

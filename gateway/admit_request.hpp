@@ -12,15 +12,16 @@ namespace dpgate::gateway {
 // On the worker's thread: for bodies under limits.offload_admission_bytes.
 admission::Verdict admitRequest(RequestContext& c);
 
-// Whether the request's body is large enough to be admitted on the worker's
-// admission thread.
+// Whether the request's body is large enough to be admitted in the
+// admission pool.
 bool admitsOffThread(const RequestContext& c);
 
-// The same judgement on the worker's admission thread, with its own
-// Admitter: a cold count of megabytes takes tens of ms, and the worker's
-// other connections (streams mid-answer) are served meanwhile. Resumes on
-// the worker with `verdict` set (an out parameter: a returned Verdict would
-// be one more in the caller's coroutine frame, over Asio's recycling limit).
+// The same judgement in the Server's admission pool (admission_pool.hpp),
+// with a pool thread's Admitter: a cold count of megabytes takes tens of ms,
+// and the worker's other connections (streams mid-answer) are served
+// meanwhile. Resumes on the worker with `verdict` set (an out parameter: a
+// returned Verdict would be one more in the caller's coroutine frame, over
+// Asio's recycling limit).
 awaitable<void> admitOffThread(RequestContext& c, admission::Verdict& verdict);
 
 }  // namespace dpgate::gateway

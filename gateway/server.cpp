@@ -4,9 +4,11 @@
 
 #include "gateway/acceptance/writable_dir.hpp"
 #include "gateway/admin_listener.hpp"
+#include "gateway/admission_pool.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/health_checker.hpp"
 #include "gateway/log.hpp"
+#include "gateway/make_admitter.hpp"
 #include "gateway/tls_context.hpp"
 #include "gateway/worker.hpp"
 
@@ -82,10 +84,20 @@ Server::Server(conf::Config config, ServeOptions options)
     logLine(LogLevel::debug, CycleClock::scale().mult != 0 ? "request timings: the time-stamp counter"
                                                            : "request timings: steady_clock");
     idle_upstream_ = std::make_unique<metrics::ShardedCount<int64_t>[]>(config_.backends.size());
+    // Half the threads per key at most: one client's stream of huge requests
+    // leaves the other half to everyone else.
+    const size_t admission_threads = admissionThreads();
+    admission_pool_ =
+        std::make_unique<AdmissionPool>(admission_threads, std::max<size_t>(1, admission_threads / 2),
+                                        [this](size_t) { return makeAdmitter(*this, AdmitterRole::pool); });
+    logLine(LogLevel::info, "admission: " + std::to_string(admission_threads) + " threads for bodies of " +
+                                std::to_string(config_.limits.offload_admission_bytes) + " bytes and more, " +
+                                std::to_string(admission_pool_->perKeyThreads()) + " at most per key");
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
 }
 
 Server::~Server() {
+    admission_pool_.reset();
     // I/O objects that live on a worker's io_context go before the workers.
     drain_timer_.reset();
     acceptance_timer_.reset();
@@ -168,6 +180,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.admin.address != next.admin.address || running.admin.port != next.admin.port)
         return "admin.address/admin.port";
     if (running.threads != next.threads) return "threads";
+    if (running.admission_threads != next.admission_threads) return "admission_threads";
     if (running.huge_pages != next.huge_pages) return "huge_pages";
     if (running.model.id != next.model.id) return "model.id";
     if (running.model.tokenizer != next.model.tokenizer) return "model.tokenizer";
@@ -216,6 +229,10 @@ std::string keyChange(const auth::KeyStore& before, const auth::KeyStore& after)
 }
 
 }  // namespace
+
+size_t Server::admissionThreads() const {
+    return config_.admission_threads != 0 ? config_.admission_threads : std::max<size_t>(2, config_.threads);
+}
 
 std::optional<std::string> Server::reload(ReloadOptions options) {
     std::lock_guard lock(reload_mutex_);

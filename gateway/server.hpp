@@ -32,6 +32,7 @@
 namespace dpgate::gateway {
 
 class Worker;
+class AdmissionPool;
 class HealthChecker;
 class AdminListener;
 
@@ -92,6 +93,12 @@ public:
     // model.count_cache_bytes; the workers' own caches split the other half).
     const std::shared_ptr<admission::SharedSegmentCache>& sharedSegments() const { return shared_segments_; }
 
+    // Where admission that may take long runs (admission_pool.hpp).
+    AdmissionPool& admissionPool() { return *admission_pool_; }
+    // The pool's size: config admission_threads, or as many as the workers,
+    // at least two.
+    size_t admissionThreads() const;
+
     std::atomic<int64_t>& openConnections() { return open_connections_; }
     // Request bodies held in memory by every worker (limits.max_buffered_body_bytes).
     BodyBudget& bodyBudget() { return body_budget_; }
@@ -135,6 +142,9 @@ private:
     metrics::ShardedCount<int64_t> requests_in_flight_;
     // Per backend: idle upstream connections over all workers (UpstreamPool).
     std::unique_ptr<metrics::ShardedCount<int64_t>[]> idle_upstream_;
+    // Stopped and joined first in ~Server: its work reads request bodies
+    // that live in the workers' coroutine frames.
+    std::unique_ptr<AdmissionPool> admission_pool_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<HealthChecker> health_;
     std::unique_ptr<AdminListener> admin_;

@@ -5,12 +5,12 @@
 #include "gateway/coarse_clock.hpp"
 #include "gateway/cycle_clock.hpp"
 #include "gateway/log.hpp"
+#include "gateway/make_admitter.hpp"
 #include "gateway/metrics/sharded_count.hpp"
 #include "gateway/server.hpp"
 
 #include <boost/asio/post.hpp>
 
-#include <ctime>
 #include <random>
 
 #include <sys/socket.h>
@@ -18,32 +18,6 @@
 namespace dpgate::gateway {
 
 namespace {
-
-// The chat template's strftime_now(): whole seconds, read for every request
-// rendered. CLOCK_REALTIME_COARSE is the time as of the last kernel tick,
-// read by the vDSO without the time-stamp counter: 5 ns here against 28 ns
-// for system_clock::now() (issue 18, eighteenth round).
-std::int64_t unixNow() {
-    timespec now{};
-    clock_gettime(CLOCK_REALTIME_COARSE, &now);
-    return std::int64_t(now.tv_sec);
-}
-
-// Each worker's two Admitters have count caches of their own: the bound is
-// shared. Long conversations are the ones counted on the admission thread
-// and need the room: it gets three quarters of the worker's share (a
-// sixty-fourth when offloading is off at start; a reload may turn it on).
-admission::TokenCounterLimits countLimits(const Server& server, bool offload_admitter) {
-    // Half of the bound is the cache all workers share (Server::sharedSegments);
-    // each worker's own caches split the other half.
-    const conf::Config& config = server.config();
-    const size_t share =
-        (config.model.count_cache_bytes - server.sharedSegments()->maxBytes()) / std::max<size_t>(1, config.threads);
-    const bool offloading = config.limits.offload_admission_bytes > 0;
-    const size_t offload_share = offloading ? share / 4 * 3 : share / 64;
-    return admission::TokenCounterLimits{.cache_bytes = offload_admitter ? offload_share : share - offload_share,
-                                         .shared_segments = server.sharedSegments()};
-}
 
 // The per-address table's key: IPv4 in its v4-mapped IPv6 form.
 ConnectionsPerAddress::Address addressKey(const net::ip::address& address) {
@@ -63,8 +37,7 @@ std::uint64_t randomSeed() {
 Worker::Worker(Server& server, size_t index)
     : server_(server),
       index_(index),
-      admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server, false)),
-      offload_admitter_(server.tokenizer(), server.chatTemplate(), unixNow, countLimits(server, true)),
+      admitter_(makeAdmitter(server, AdmitterRole::worker)),
       request_ids_(randomSeed() ^ uint64_t(index)) {
     const conf::Config& config = server.config();
     for (size_t b = 0; b < config.backends.size(); ++b)
@@ -86,8 +59,6 @@ uint16_t Worker::listen(const tcp::endpoint& endpoint) {
 void Worker::start() {
     net::co_spawn(io_, acceptLoop(), net::detached);
     scheduleSweep();
-    admission_work_.emplace(admission_io_.get_executor());
-    admission_thread_ = std::thread([this] { admission_io_.run(); });
     thread_ = std::thread([this] {
         // Every request counts into the metrics from here: in a cell of this
         // thread's own, without locked instructions, while one is free.
@@ -99,10 +70,6 @@ void Worker::start() {
 
 void Worker::join() {
     if (thread_.joinable()) thread_.join();
-    // An admission still running after a hard stop finishes before the
-    // frames of io_ (which hold its request) are destroyed.
-    admission_work_.reset();
-    if (admission_thread_.joinable()) admission_thread_.join();
 }
 
 void Worker::scheduleSweep() {

@@ -35,20 +35,16 @@ public:
     size_t index() const { return index_; }
     UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
     RequestIdSource& requestIds() { return request_ids_; }
-    admission::Admitter& admitter() { return admitter_; }
-    // Bodies of limits.offload_admission_bytes and more are admitted on this
-    // worker's admission thread, with an Admitter of its own, so a long scan
-    // and count leaves the worker's event loop to its other requests. Only
-    // that thread uses offloadAdmitter().
-    net::io_context::executor_type admissionExecutor() { return admission_io_.get_executor(); }
-    admission::Admitter& offloadAdmitter() { return offload_admitter_; }
+    // Admits what is quick on this thread; the rest goes to the Server's
+    // AdmissionPool (admission_pool.hpp).
+    admission::Admitter& admitter() { return *admitter_; }
     // The admission limits of `config` with the window set to the current public window.
     const admission::AdmissionLimits& admissionLimits(const conf::Config& config, uint64_t public_window);
     bool stopping() const { return stopping_; }
 
     // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.
     uint16_t listen(const tcp::endpoint& endpoint);
-    void start();  // runs io_ on a new thread, and the admission thread
+    void start();  // runs io_ on a new thread
     void join();
 
     // From any thread: stop accepting, close idle client connections, let
@@ -117,8 +113,7 @@ private:
     tcp::acceptor acceptor_{io_};
     std::vector<std::unique_ptr<UpstreamPool>> pools_;
     std::vector<std::unique_ptr<char[]>> spare_buffers_;
-    admission::Admitter admitter_;
-    admission::Admitter offload_admitter_;
+    std::unique_ptr<admission::Admitter> admitter_;
     admission::AdmissionLimits admission_limits_;
     const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
     RequestIdSource request_ids_;
@@ -133,11 +128,6 @@ private:
     net::steady_timer access_flush_timer_{io_};
     net::steady_timer sweep_timer_{io_};
     bool access_flush_armed_ = false;
-    // After io_: destroyed first. Joined before io_'s frames go, so a long
-    // admission never outlives the request it reads.
-    net::io_context admission_io_{1};
-    std::optional<net::executor_work_guard<net::io_context::executor_type>> admission_work_;
-    std::thread admission_thread_;
     bool stopping_ = false;
     std::thread thread_;
 };

@@ -81,6 +81,10 @@ GatewayMetrics::GatewayMetrics()
                               .with({})),
       public_window_tokens(
           registry.gauge("dpgate_public_window_tokens", "Context window advertised to clients, in tokens.").with({})),
+      admission_queued(registry
+                           .gauge("dpgate_admission_queued",
+                                  "Requests waiting for an admission thread (large bodies), all keys together.")
+                           .with({})),
       stream_aborts(registry.counter("dpgate_stream_aborts_total",
                                      "Streams cut before completion, by the side that went away (client or upstream).",
                                      {"side"})),

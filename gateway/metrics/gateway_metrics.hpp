@@ -37,6 +37,7 @@ struct GatewayMetrics {
     Counter& forced_flips;                  // dpgate_forced_flips_total
     Gauge& unaccepted_failover;             // dpgate_unaccepted_failover
     Gauge& public_window_tokens;            // dpgate_public_window_tokens
+    Gauge& admission_queued;                // dpgate_admission_queued
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
     CounterFamily& count_checks;            // dpgate_count_checks_total{backend}
     CounterFamily& count_mismatches;        // dpgate_count_mismatches_total{backend}

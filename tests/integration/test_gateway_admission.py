@@ -11,12 +11,13 @@ import random
 import socket
 import struct
 import termios
+import threading
 import time
 
 import pytest
 
 from harness import (ADMIN_TOKEN, CLIENT_KEY, EXACT_SIM_COUNTS, MODEL, Gateway, Sim, chat_body, gateway_config,
-                     http_request, metric_sample)
+                     http_json, http_request, metric_sample)
 
 CHAT = "/v1/chat/completions"
 
@@ -120,6 +121,11 @@ def _unsent_bytes(sock: socket.socket) -> int:
     return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]
 
 
+def _admission_queued(gw) -> float:
+    _, _, raw = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})
+    return metric_sample(raw.decode(), "dpgate_admission_queued")
+
+
 def _admission_sum(gw) -> float:
     _, _, raw = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})
     return metric_sample(raw.decode(), "dpgate_admission_seconds_sum")
@@ -191,3 +197,47 @@ def test_a_conversations_next_turn_on_a_new_connection_is_counted_from_the_share
             page = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})[2].decode()
             assert metric_sample(page, "dpgate_count_checks_total") == 10
             assert metric_sample(page, "dpgate_count_mismatches_total") == 0
+
+
+def test_one_key_cannot_hold_every_admission_thread():
+    # One worker, two admission threads, at most one per key. "heavy" sends
+    # four large cold bodies at once; "light" then sends one body over the
+    # offload bound. Light's is judged on the free thread at once, so it is
+    # answered before heavy's second body is judged. When every large body
+    # waits in one line (as with one admission thread per worker), it comes
+    # last. The order of the answers, not their time, is checked.
+    keys = [{"name": "heavy", "key": "sk-heavy"}, {"name": "light", "key": "sk-light"}]
+    heavy_bodies = [json.dumps(chat_body(_cold_text(100 + seed, 24 << 20))).encode() for seed in range(4)]
+    light_body = chat_body(_cold_text(7, 200 << 10))
+    with Sim() as sim:
+        config = gateway_config([("primary", sim, "primary")], threads=1, admission_threads=2,
+                                auth={"required": True, "keys": keys}, log={"level": "warn", "access": "off"})
+        with Gateway(config) as gw:
+            finished: list[tuple[float, str]] = []
+
+            def heavy(body):
+                with socket.create_connection(("127.0.0.1", gw.port)) as s:
+                    s.sendall(f"POST {CHAT} HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer sk-heavy\r\n"
+                              f"Content-Type: application/json\r\nContent-Length: {len(body)}\r\n\r\n".encode() + body)
+                    s.settimeout(180)
+                    head = s.recv(65536)
+                    finished.append((time.monotonic(), f"heavy {head[9:12].decode()}"))
+
+            heavies = [threading.Thread(target=heavy, args=(body,)) for body in heavy_bodies]
+            for t in heavies:
+                t.start()
+            # The four bodies are in, and those not being judged are queued
+            # (each is judged for far longer than this takes).
+            deadline = time.monotonic() + 60
+            while _admission_queued(gw) < 2 and time.monotonic() < deadline:
+                time.sleep(0.005)
+            time.sleep(0.02)
+            status, _, answer = http_json(gw.port, "POST", CHAT, light_body, {"Authorization": "Bearer sk-light"},
+                                          timeout=180)
+            finished.append((time.monotonic(), f"light {status}"))
+            for t in heavies:
+                t.join(180)
+            order = [who for _, who in sorted(finished)]
+            assert len(order) == 5, order
+            assert order.index("light 200") <= 1, order
+            assert order.count("heavy 400") == 4, order  # ~6M tokens each: over the window, counted

@@ -126,6 +126,7 @@ TEST(Examples, ReferenceShowsEveryKey) {
         "state.dir",
         "acceptance.dir",
         "threads",
+        "admission_threads",
         "huge_pages",
     };
     std::set<std::string> found;
