@@ -22,6 +22,7 @@ struct AdmissionLimits {
     // Arrays and objects nested in each other anywhere in the body, the body
     // itself counting 1 (limits.max_json_depth; at most kMaxJsonDepthCap).
     std::uint32_t max_json_depth = 256;
+    std::uint32_t max_n = 8;  // completions per request (limits.max_n)
 };
 
 }  // namespace dpgate::admission

@@ -250,8 +250,15 @@ Verdict Admitter::judge(std::string_view body, std::size_t capacity_bytes, Endpo
     if (auto refused = checkBudget("max_completion_tokens", request_.max_completion_tokens, limits.max_output_tokens)) {
         return *refused;
     }
+    // Completions asked for at once: each is a sequence of its own (vLLM
+    // checks the window per sequence, below), but they all take backend time.
+    if (request_.n > limits.max_n) {
+        return invalid("n", "n: " + std::string(clipUtf8(request_.n_text, 40)) + " is above the limit " +
+                                std::to_string(limits.max_n) + " (limits.max_n)");
+    }
     Admitted admitted;
     admitted.images = static_cast<std::uint32_t>(images);
+    admitted.n = static_cast<std::uint32_t>(request_.n);
     admitted.splice_offset = request_.open_brace_offset + 1;
     if (request_.max_completion_tokens.present) {
         admitted.output_budget = static_cast<std::uint64_t>(request_.max_completion_tokens.value);
@@ -262,6 +269,7 @@ Verdict Admitter::judge(std::string_view body, std::size_t capacity_bytes, Endpo
         admitted.inserted_max_tokens = true;
         admitted.splice_text = "\"max_tokens\":" + std::to_string(limits.max_output_tokens) + ",";
     }
+    admitted.output_reservation_tokens = admitted.n * admitted.output_budget;
     const std::uint64_t image_tokens = images * limits.image_reserve_tokens;
     const std::uint64_t fixed = image_tokens + admitted.output_budget;
     const bool fixed_fits = fixed <= limits.window_tokens;

@@ -840,14 +840,18 @@ std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out
     return std::nullopt;
 }
 
+// `n` as sent, an integer >= 1; admission holds it to limits.max_n (one
+// beyond int64 is simply above it).
 std::optional<ScanError> readN(od::value& value, ScannedRequest& out) {
     od::json_type type;
     if (auto error = typeOf(value, "n", type)) return error;
     if (type == od::json_type::null) return std::nullopt;
     ScannedInteger n;
     if (auto error = readInteger(value, "n", n)) return error;
-    if (!n.fits_int64 || n.value < 1) return fail("n", "must be an integer >= 1");
-    out.n = static_cast<std::uint64_t>(n.value);
+    const bool negative = !n.text.empty() && n.text.front() == '-';
+    if (negative || (n.fits_int64 && n.value < 1)) return fail("n", "must be an integer >= 1");
+    out.n = n.fits_int64 ? static_cast<std::uint64_t>(n.value) : UINT64_MAX;
+    out.n_text = n.text;
     return std::nullopt;
 }
 

@@ -49,7 +49,8 @@ struct ScannedRequest {
     bool has_prompt_cache_key = false;
     std::string_view prompt_cache_key;
     std::string_view user;
-    std::uint64_t n = 1;
+    std::uint64_t n = 1;      // UINT64_MAX: an integer beyond int64
+    std::string_view n_text;  // `n` as written
     // Offset of the body's opening '{', where `"max_tokens":N,` is spliced.
     std::size_t open_brace_offset = 0;
 

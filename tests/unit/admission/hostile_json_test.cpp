@@ -1,7 +1,7 @@
 // Hostile JSON through admit(): nesting past limits.max_json_depth in every
 // field (read by dpgate or not) is a 400 naming the path where the limit was
-// crossed, invalid JSON anywhere is a 400 naming where, and no error quotes
-// unbounded request text.
+// crossed, invalid JSON anywhere is a 400 naming where, no error quotes
+// unbounded request text, and `n` is held to limits.max_n.
 #include <gtest/gtest.h>
 
 #include <functional>
@@ -285,6 +285,51 @@ TEST_P(HostileJson, ErrorsQuoteAtMostABoundedPieceOfTheRequest) {
         admitter_.admit(chatWith(R"("max_tokens":)" + std::string(1 << 20, '9')), Endpoint::chat_completions, limits_);
     ASSERT_TRUE(std::holds_alternative<Refused>(verdict));
     EXPECT_LT(errorBody(std::get<Refused>(verdict)).size(), 1024u);
+}
+
+TEST_P(HostileJson, NIsHeldToTheLimitAndCountedInTheOutputReservation) {
+    limits_.max_n = 8;
+    Verdict verdict = admitter_.admit(chatWith(R"("n":8,"max_tokens":100)"), Endpoint::chat_completions, limits_);
+    ASSERT_TRUE(std::holds_alternative<Admitted>(verdict));
+    EXPECT_EQ(std::get<Admitted>(verdict).n, 8u);
+    EXPECT_EQ(std::get<Admitted>(verdict).output_budget, 100u);
+    EXPECT_EQ(std::get<Admitted>(verdict).output_reservation_tokens, 800u);
+    verdict = admitter_.admit(chatWith(R"("n":null)"), Endpoint::chat_completions, limits_);
+    ASSERT_TRUE(std::holds_alternative<Admitted>(verdict));
+    EXPECT_EQ(std::get<Admitted>(verdict).n, 1u);
+    EXPECT_EQ(std::get<Admitted>(verdict).output_reservation_tokens, limits_.max_output_tokens);
+
+    for (const std::string n : {"9", "10000000000", "18446744073709551616", "99999999999999999999999999"}) {
+        verdict = admitter_.admit(chatWith(R"("n":)" + n), Endpoint::chat_completions, limits_);
+        ASSERT_TRUE(std::holds_alternative<Refused>(verdict)) << n;
+        const Refused& refused = std::get<Refused>(verdict);
+        EXPECT_EQ(refused.http_status, 400u);
+        EXPECT_EQ(refused.param, "n");
+        EXPECT_EQ(refused.message, "n: " + n + " is above the limit 8 (limits.max_n)");
+    }
+    // Completions too.
+    verdict = admitter_.admit("{" + kModel + R"(,"prompt":"hi","n":9})", Endpoint::completions, limits_);
+    ASSERT_TRUE(std::holds_alternative<Refused>(verdict));
+    EXPECT_EQ(std::get<Refused>(verdict).param, "n");
+    // Below 1 or not an integer: refused as before.
+    for (const std::string n : {"0", "-1", "1.5", "\"2\"", "true", "-99999999999999999999"}) {
+        verdict = admitter_.admit(chatWith(R"("n":)" + n), Endpoint::chat_completions, limits_);
+        ASSERT_TRUE(std::holds_alternative<Refused>(verdict)) << n;
+        EXPECT_EQ(std::get<Refused>(verdict).param, "n") << n;
+        EXPECT_EQ(std::get<Refused>(verdict).message.find("limits.max_n"), std::string::npos) << n;
+    }
+    limits_.max_n = 128;
+    EXPECT_TRUE(
+        std::holds_alternative<Admitted>(admitter_.admit(chatWith(R"("n":128)"), Endpoint::chat_completions, limits_)));
+}
+
+TEST_P(HostileJson, TheWindowIsCheckedPerSequenceWhateverN) {
+    // vLLM checks prompt + max_tokens <= max_model_len for each sequence, n apart.
+    limits_.window_tokens = 40000;
+    const Verdict verdict =
+        admitter_.admit(chatWith(R"("n":8,"max_tokens":32768)"), Endpoint::chat_completions, limits_);
+    ASSERT_TRUE(std::holds_alternative<Admitted>(verdict));
+    EXPECT_EQ(std::get<Admitted>(verdict).output_reservation_tokens, 8u * 32768u);
 }
 
 INSTANTIATE_TEST_SUITE_P(Validation, HostileJson, ::testing::Values(true, false),
