@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <span>
 
+#include "admission/clip_json_path.hpp"
 #include "admission/template/vllm_render.hpp"
 #include "routing/affinity_key.hpp"
 
@@ -12,6 +13,20 @@ namespace {
 
 Refused invalid(std::string param, std::string message) {
     return ApiError::invalidParam(std::move(param), std::move(message));
+}
+
+// What a refusal may quote of a request: a path of at most
+// kMaxJsonPathBytes, and a message of at most kMaxMessageBytes (every
+// message admission builds is far shorter; a chat template's own words can
+// quote request values).
+constexpr std::size_t kMaxMessageBytes = 4096;
+
+void boundRefusal(Refused& refused) {
+    refused.param = clipJsonPath(std::move(refused.param));
+    if (refused.message.size() > kMaxMessageBytes) {
+        refused.message.resize(clipUtf8(refused.message, kMaxMessageBytes - 3).size());
+        refused.message += "...";
+    }
 }
 
 bool servesModel(const AdmissionLimits& limits, std::string_view model) {
@@ -158,8 +173,8 @@ TokenCount Admitter::countPrompt() {
 Admitter::ChatCount Admitter::countChat(std::string_view body, std::size_t capacity_bytes) {
     ChatCount result;
     arena_.reset();
-    if (auto error =
-            scanner_.scan(body, std::max(capacity_bytes, body.size()), Endpoint::chat_completions, arena_, request_)) {
+    if (auto error = scanner_.scan(body, std::max(capacity_bytes, body.size()), Endpoint::chat_completions,
+                                   AdmissionLimits{}.max_json_depth, arena_, request_)) {
         result.param = std::move(error->param);
         result.error = std::move(error->message);
         return result;
@@ -170,6 +185,7 @@ Admitter::ChatCount Admitter::countChat(std::string_view body, std::size_t capac
         return result;
     }
     if (auto refused = renderPrompt(body.size())) {
+        boundRefusal(*refused);
         result.param = std::move(refused->param);
         result.error = std::move(refused->message);
         return result;
@@ -191,6 +207,13 @@ Admitter::ChatCount Admitter::countChat(std::string_view body, std::size_t capac
 
 Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
                         const AdmissionLimits& limits) {
+    Verdict verdict = judge(body, capacity_bytes, endpoint, limits);
+    if (auto* refused = std::get_if<Refused>(&verdict)) boundRefusal(*refused);
+    return verdict;
+}
+
+Verdict Admitter::judge(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
+                        const AdmissionLimits& limits) {
     // 1. Size.
     if (body.size() > limits.max_body_bytes) {
         return ApiError::payloadTooLarge("The body is " + std::to_string(body.size()) + " bytes; the limit is " +
@@ -198,7 +221,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
     }
     // 2. Shape: JSON, types, roles, UTF-8.
     arena_.reset();
-    if (auto error = scanner_.scan(body, capacity_bytes, endpoint, arena_, request_)) {
+    if (auto error = scanner_.scan(body, capacity_bytes, endpoint, limits.max_json_depth, arena_, request_)) {
         return invalid(std::move(error->param), std::move(error->message));
     }
     const bool chat = endpoint == Endpoint::chat_completions;
@@ -227,8 +250,15 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
     if (auto refused = checkBudget("max_completion_tokens", request_.max_completion_tokens, limits.max_output_tokens)) {
         return *refused;
     }
+    // Completions asked for at once: each is a sequence of its own (vLLM
+    // checks the window per sequence, below), but they all take backend time.
+    if (request_.n > limits.max_n) {
+        return invalid("n", "n: " + std::string(clipUtf8(request_.n_text, 40)) + " is above the limit " +
+                                std::to_string(limits.max_n) + " (limits.max_n)");
+    }
     Admitted admitted;
     admitted.images = static_cast<std::uint32_t>(images);
+    admitted.n = static_cast<std::uint32_t>(request_.n);
     admitted.splice_offset = request_.open_brace_offset + 1;
     if (request_.max_completion_tokens.present) {
         admitted.output_budget = static_cast<std::uint64_t>(request_.max_completion_tokens.value);
@@ -239,6 +269,7 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
         admitted.inserted_max_tokens = true;
         admitted.splice_text = "\"max_tokens\":" + std::to_string(limits.max_output_tokens) + ",";
     }
+    admitted.output_reservation_tokens = admitted.n * admitted.output_budget;
     const std::uint64_t image_tokens = images * limits.image_reserve_tokens;
     const std::uint64_t fixed = image_tokens + admitted.output_budget;
     const bool fixed_fits = fixed <= limits.window_tokens;

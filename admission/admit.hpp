@@ -1,7 +1,8 @@
 #pragma once
 // Admission: judges one request body against the limits, in the order of
 // issue 4 (size, shape, model, images, output budget, window, tokenizer),
-// and answers with a Verdict.
+// and answers with a Verdict. A refusal quotes at most kMaxJsonPathBytes of
+// a path and a few kilobytes of message, whatever the request holds.
 //
 // One Admitter per thread: it owns the JSON parser, the arena the chat
 // template renders in, the token counter's caches (which make a long
@@ -61,12 +62,17 @@ public:
     // the fuzz target that prove the two identical.
     void setNativeRendering(bool on) { native_rendering_ = on; }
 
+    // False: JSON validation by the plain JsonValidator only (RequestScanner::setFastJsonValidation).
+    void setFastJsonValidation(bool on) { scanner_.setFastJsonValidation(on); }
+
     const std::string& error() const { return error_; }
     bool canCount() const { return counter_.has_value() && chat_template_ != nullptr; }
     // The count caches (null without a tokenizer): hit ratio and accounted bytes.
     const TokenCounter* counter() const { return counter_ ? &*counter_ : nullptr; }
 
 private:
+    // admit() before the refusal's texts are bounded.
+    Verdict judge(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint, const AdmissionLimits& limits);
     // Renders request_.chat into prompt_; a refusal when the template refuses.
     std::optional<Refused> renderPrompt(std::size_t body_bytes);
     // Exact tokens of prompt_ with the request's add_special_tokens and truncation applied.

@@ -6,6 +6,11 @@
 #include <cstring>
 #include <utility>
 
+#include "admission/clip_json_path.hpp"
+#include "admission/json_depth_within.hpp"
+#include "admission/json_grammar.hpp"
+#include "admission/json_validator.hpp"
+#include "admission/simdjson_structurals.hpp"
 #include "admission/template/jinja/py_json.hpp"
 #include "admission/tokenizer/utf8.hpp"
 #include "gateway/api_error.hpp"
@@ -29,15 +34,21 @@ public:
     Path(std::string_view root) : key_(root) {}  // NOLINT(google-explicit-constructor)
     Path field(std::string_view key) const { return Path(this, key, 0, false); }
     Path index(std::size_t i) const { return Path(this, {}, i, true); }
+    // Clipped to kMaxJsonPathBytes (clipJsonPath), each key to kMaxJsonPathKeyBytes.
     std::string str() const {
-        std::string out = parent_ != nullptr ? parent_->str() : std::string();
-        if (is_index_) {
-            out += "[" + std::to_string(index_) + "]";
-        } else {
-            if (parent_ != nullptr) out += '.';
-            out += clipUtf8(key_, 40);
+        std::vector<const Path*> chain;
+        for (const Path* p = this; p != nullptr; p = p->parent_) chain.push_back(p);
+        std::string out;
+        for (auto it = chain.rbegin(); it != chain.rend() && out.size() <= kMaxJsonPathBytes; ++it) {
+            const Path& segment = **it;
+            if (segment.is_index_) {
+                out += "[" + std::to_string(segment.index_) + "]";
+            } else {
+                if (segment.parent_ != nullptr) out += '.';
+                out += clipUtf8(segment.key_, kMaxJsonPathKeyBytes);
+            }
         }
-        return out;
+        return clipJsonPath(std::move(out));
     }
 
 private:
@@ -70,6 +81,25 @@ ScanError jsonError(const Path& path, simdjson::error_code code) {
     }
 }
 
+ScanError faultError(const JsonFault& fault, std::uint32_t max_depth) {
+    ScanError error;
+    error.param = fault.path.empty() ? "body" : fault.path;  // clipped by the validator
+    switch (fault.kind) {
+        case JsonFault::Kind::empty: error.message = "empty (expected a JSON object)"; break;
+        case JsonFault::Kind::invalid_utf8:
+            error.message = "is not valid UTF-8 (byte offset " + std::to_string(fault.offset) + ")";
+            break;
+        case JsonFault::Kind::too_deep:
+            error.message = "nests deeper than " + std::to_string(max_depth) + " levels (limits.max_json_depth)";
+            break;
+        case JsonFault::Kind::syntax:
+            error.message = std::string(fault.what) + " at byte offset " + std::to_string(fault.offset);
+            break;
+    }
+    error.message = error.param + ": " + error.message;
+    return error;
+}
+
 std::string_view trimmed(std::string_view text) {
     while (!text.empty() && (text.back() == ' ' || text.back() == '\n' || text.back() == '\r' || text.back() == '\t')) {
         text.remove_suffix(1);
@@ -77,8 +107,56 @@ std::string_view trimmed(std::string_view text) {
     return text;
 }
 
+// On Demand's type() looks at a value's first byte only: a null (the one
+// literal some readers take without reading it) is checked whole here.
 std::optional<ScanError> typeOf(od::value& value, const Path& path, od::json_type& type) {
     if (auto error = value.type().get(type)) return jsonError(path, error);
+    if (type == od::json_type::null) {
+        bool null = false;
+        if (auto error = value.is_null().get(null)) return jsonError(path, error);
+        if (!null) return fail(path, "malformed JSON (invalid literal: expected true, false or null)");
+    }
+    return std::nullopt;
+}
+
+// A value no reader uses, checked as JSON all the same: On Demand would
+// skip it unread (NaN, [1,,2] and bad escapes reached the backend). The
+// fast JSON validation relies on every skipped value passing through here.
+std::optional<ScanError> checkUnread(od::value& value, const Path& path) {
+    od::json_type type;
+    if (auto error = typeOf(value, path, type)) return error;
+    std::string_view raw;
+    if (type == od::json_type::object) {
+        od::object object;
+        if (auto error = value.get_object().get(object)) return jsonError(path, error);
+        if (auto error = object.raw_json().get(raw)) return jsonError(path, error);
+    } else if (type == od::json_type::array) {
+        od::array array;
+        if (auto error = value.get_array().get(array)) return jsonError(path, error);
+        if (auto error = array.raw_json().get(raw)) return jsonError(path, error);
+    } else {
+        raw = trimmed(value.raw_json_token());
+        // A string (a base64 image: megabytes): stage 1 has found its closing
+        // quote and checked it holds no control character; its escapes are left.
+        if (type == od::json_type::string) {
+            if (raw.size() < 2 || raw.back() != '"' ||
+                !json_grammar::escapesValid(raw.data() + 1, raw.data() + raw.size() - 1)) {
+                return fail(path, "malformed JSON");
+            }
+            // Consumed, not left to On Demand's skip: a string followed by ':'
+            // would be skipped as a key, and the rest of its object with it.
+            od::raw_json_string consumed;
+            if (auto error = value.get_raw_json_string().get(consumed)) return jsonError(path, error);
+            return std::nullopt;
+        }
+    }
+    // Stage 1 has checked UTF-8, and jsonDepthWithin the depth. One scratch
+    // stack per thread (one Admitter per thread), at most kMaxJsonDepthCap levels.
+    thread_local JsonValidator validator;
+    JsonValidation options;
+    options.max_depth = kMaxJsonDepthCap;
+    options.check_utf8 = false;
+    if (validator.validate(trimmed(raw), options)) return fail(path, "malformed JSON");
     return std::nullopt;
 }
 
@@ -119,6 +197,11 @@ std::optional<ScanError> readInteger(od::value& value, const Path& path, Scanned
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::number) return fail(path, "must be an integer");
     out.text = trimmed(value.raw_json_token());
+    // On Demand's type() looked at the first byte only (01 and 1.2.3 start with a digit).
+    if (json_grammar::numberEnd(out.text.data(), out.text.data() + out.text.size()) !=
+        out.text.data() + out.text.size()) {
+        return fail(path, "malformed JSON (invalid number)");
+    }
     out.present = true;
     std::int64_t parsed = 0;
     const auto error = value.get_int64().get(parsed);
@@ -139,7 +222,7 @@ std::optional<ScanError> readInteger(od::value& value, const Path& path, Scanned
 std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
-    if (type == od::json_type::string) return std::nullopt;
+    if (type == od::json_type::string) return checkUnread(value, path);
     if (type != od::json_type::object) return fail(path, "must be an object with a string url");
     od::object object;
     if (auto error = value.get_object().get(object)) return jsonError(path, error);
@@ -149,11 +232,15 @@ std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
         if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
         std::string_view key;
         if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        if (key != "url") continue;
-        od::value url = field.value();
+        od::value field_value = field.value();
+        if (key != "url") {
+            if (auto error = checkUnread(field_value, path.field(key))) return error;
+            continue;
+        }
         od::json_type url_type;
-        if (auto error = typeOf(url, path.field("url"), url_type)) return error;
+        if (auto error = typeOf(field_value, path.field("url"), url_type)) return error;
         if (url_type != od::json_type::string) return fail(path.field("url"), "must be a string");
+        if (auto error = checkUnread(field_value, path.field("url"))) return error;
         has_url = true;
     }
     if (!has_url) return fail(path.field("url"), "missing (an image part needs image_url.url)");
@@ -163,10 +250,16 @@ std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
 // Any JSON value as Python's json.loads makes it (vLLM's tools, template
 // kwargs, tool-call arguments sent as objects): a repeated key keeps its
 // first position and its last value; numbers are ints or floats as Python
-// reads them.
-std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
+// reads them. `levels_left` arrays and objects may still open, this value
+// included: the whole body was validated to limits.max_json_depth before
+// any reader ran, so this stop only makes the recursion bounded by itself.
+std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out,
+                                       std::uint32_t levels_left) {
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
+    if ((type == od::json_type::array || type == od::json_type::object) && levels_left == 0) {
+        return fail(path, "nests deeper than " + std::to_string(kMaxJsonDepthCap) + " levels");
+    }
     switch (type) {
         case od::json_type::null: out = jinja::Value::none(); return std::nullopt;
         case od::json_type::boolean: {
@@ -175,9 +268,14 @@ std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja
             out = jinja::Value::boolean(b);
             return std::nullopt;
         }
-        case od::json_type::number:
-            out = jinja::pyJsonNumber(trimmed(value.raw_json_token()), arena);
+        case od::json_type::number: {
+            // The token as written: On Demand's type() looked at its first byte only.
+            const std::string_view number = trimmed(value.raw_json_token());
+            if (json_grammar::numberEnd(number.data(), number.data() + number.size()) != number.data() + number.size())
+                return fail(path, "malformed JSON (invalid number)");
+            out = jinja::pyJsonNumber(number, arena);
             return std::nullopt;
+        }
         case od::json_type::string: {
             std::string_view text;
             if (auto error = value.get_string().get(text)) return jsonError(path, error);
@@ -193,7 +291,7 @@ std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja
                 od::value element;
                 if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
                 jinja::Value item;
-                if (auto error = readJsonValue(element, at(path, index), arena, item)) return error;
+                if (auto error = readJsonValue(element, at(path, index), arena, item, levels_left - 1)) return error;
                 list.push(item);
                 ++index;
             }
@@ -211,7 +309,8 @@ std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja
                 if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
                 od::value field_value = field.value();
                 jinja::Value item;
-                if (auto error = readJsonValue(field_value, path.field(key), arena, item)) return error;
+                if (auto error = readJsonValue(field_value, path.field(key), arena, item, levels_left - 1))
+                    return error;
                 dict.set(key, item);
             }
             out = dict.finish();
@@ -264,15 +363,17 @@ std::optional<ScanError> readContentPart(od::value& value, const Path& path, Cha
             has_image_url = true;
             continue;
         }
-        for (std::size_t k = 0; k < 3; ++k) {
-            if (key != kTextKeys[k]) continue;
-            od::json_type text_type;
-            if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
-            if (text_type == od::json_type::null) break;
-            if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
-            if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
-            has_text[k] = true;
+        const auto k = static_cast<std::size_t>(std::find(kTextKeys, kTextKeys + 3, key) - kTextKeys);
+        if (k == 3) {
+            if (auto error = checkUnread(field_value, path.field(key))) return error;
+            continue;
         }
+        od::json_type text_type;
+        if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
+        if (text_type == od::json_type::null) continue;
+        if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
+        if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
+        has_text[k] = true;
     }
     if (!has_type) return fail(path.field("type"), "missing");
     if (auto text_key = textKeyOf(part_type)) {
@@ -337,11 +438,12 @@ std::optional<ScanError> readArguments(od::value& value, const Path& path, jinja
         }
         return std::nullopt;
     }
-    if (type == od::json_type::object || type == od::json_type::array) return readJsonValue(value, path, arena, out);
+    if (type == od::json_type::object || type == od::json_type::array)
+        return readJsonValue(value, path, arena, out, kMaxJsonDepthCap);
     out = jinja::DictBuilder(arena).finish();
     // A value of another type is still validated as JSON by the scan.
     jinja::Value ignored;
-    return readJsonValue(value, path, arena, ignored);
+    return readJsonValue(value, path, arena, ignored, kMaxJsonDepthCap);
 }
 
 std::optional<ScanError> readFunction(od::value& value, const Path& path, jinja::Arena& arena, jinja::Value& out) {
@@ -366,6 +468,8 @@ std::optional<ScanError> readFunction(od::value& value, const Path& path, jinja:
         } else if (key == "arguments") {
             if (auto error = readArguments(field_value, path.field("arguments"), arena, arguments)) return error;
             has_arguments = true;
+        } else if (auto error = checkUnread(field_value, path.field(key))) {
+            return error;
         }
     }
     if (!has_name) return fail(path.field("name"), "must be a string");
@@ -403,6 +507,8 @@ std::optional<ScanError> readToolCall(od::value& value, const Path& path, jinja:
             call_type = jinja::Value::string(text);
         } else if (key == "function") {
             if (auto error = readFunction(field_value, path.field("function"), arena, function)) return error;
+        } else if (auto error = checkUnread(field_value, path.field(key))) {
+            return error;
         }
     }
     if (call_type.isUndefined()) return fail(path.field("type"), "must be a string");
@@ -475,6 +581,8 @@ std::optional<ScanError> readMessage(od::value& value, const Path& path, jinja::
             if (message.has_name) {
                 if (auto error = field_value.get_string().get(message.name))
                     return jsonError(path.field("name"), error);
+            } else if (auto error = checkUnread(field_value, path.field("name"))) {
+                return error;
             }
         } else if (key == "reasoning" || key == "reasoning_content") {
             std::string_view text;
@@ -485,6 +593,8 @@ std::optional<ScanError> readMessage(od::value& value, const Path& path, jinja::
                 message.reasoning = text;
                 has_reasoning = key == "reasoning";
             }
+        } else if (auto error = checkUnread(field_value, path.field(key))) {
+            return error;
         }
     }
     if (!has_role) return fail(path.field("role"), "missing");
@@ -579,16 +689,22 @@ std::optional<ScanError> readTool(od::value& value, const Path& path, jinja::Are
                     if (ptype != od::json_type::null && ptype != od::json_type::object) {
                         return fail(fpath.field("parameters"), "must be an object (a JSON schema) or null");
                     }
-                    if (auto error = readJsonValue(fvalue, fpath.field("parameters"), arena, parameters)) return error;
+                    if (auto error =
+                            readJsonValue(fvalue, fpath.field("parameters"), arena, parameters, kMaxJsonDepthCap))
+                        return error;
                 } else if (fkey == "strict") {
                     if (auto error = readOptionalBoolValue(fvalue, fpath.field("strict"), strict)) return error;
                 } else if (fkey == "defer_loading") {
                     if (auto error = readOptionalBoolValue(fvalue, fpath.field("defer_loading"), function_defer))
                         return error;
+                } else if (auto error = checkUnread(fvalue, fpath.field(fkey))) {
+                    return error;
                 }
             }
             if (!has_name) return fail(fpath.field("name"), "missing (a tool needs function.name)");
             has_function = true;
+        } else if (auto error = checkUnread(field_value, path.field(key))) {
+            return error;
         }
     }
     if (!has_function) return fail(path.field("function"), "missing (a tool needs a function definition)");
@@ -714,21 +830,28 @@ std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out
         if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
         std::string_view key;
         if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        if (key != "include_usage") continue;
         od::value field_value = field.value();
+        if (key != "include_usage") {
+            if (auto error = checkUnread(field_value, path.field(key))) return error;
+            continue;
+        }
         if (auto error = readOptionalBool(field_value, path.field("include_usage"), out.include_usage)) return error;
     }
     return std::nullopt;
 }
 
+// `n` as sent, an integer >= 1; admission holds it to limits.max_n (one
+// beyond int64 is simply above it).
 std::optional<ScanError> readN(od::value& value, ScannedRequest& out) {
     od::json_type type;
     if (auto error = typeOf(value, "n", type)) return error;
     if (type == od::json_type::null) return std::nullopt;
     ScannedInteger n;
     if (auto error = readInteger(value, "n", n)) return error;
-    if (!n.fits_int64 || n.value < 1) return fail("n", "must be an integer >= 1");
-    out.n = static_cast<std::uint64_t>(n.value);
+    const bool negative = !n.text.empty() && n.text.front() == '-';
+    if (negative || (n.fits_int64 && n.value < 1)) return fail("n", "must be an integer >= 1");
+    out.n = n.fits_int64 ? static_cast<std::uint64_t>(n.value) : UINT64_MAX;
+    out.n_text = n.text;
     return std::nullopt;
 }
 
@@ -785,12 +908,17 @@ std::optional<ScanError> readToolChoice(od::value& value, ScannedRequest& out) {
                 if (auto error = std::move(ffield_result).get(ffield)) return jsonError(path.field("function"), error);
                 std::string_view fkey;
                 if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(path.field("function"), error);
-                if (fkey != "name") continue;
-                od::value name = ffield.value();
-                if (auto error = readString(name, path.field("function").field("name"), out.tool_choice_name))
+                od::value fvalue = ffield.value();
+                if (fkey != "name") {
+                    if (auto error = checkUnread(fvalue, path.field("function").field(fkey))) return error;
+                    continue;
+                }
+                if (auto error = readString(fvalue, path.field("function").field("name"), out.tool_choice_name))
                     return error;
                 has_name = !out.tool_choice_name.empty();
             }
+        } else if (auto error = checkUnread(field_value, path.field(key))) {
+            return error;
         }
     }
     if (!has_name)
@@ -805,7 +933,7 @@ std::optional<ScanError> readTemplateKwargs(od::value& value, jinja::Arena& aren
     if (auto error = typeOf(value, path, type)) return error;
     if (type == od::json_type::null) return std::nullopt;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    if (auto error = readJsonValue(value, path, arena, chat.chat_template_kwargs)) return error;
+    if (auto error = readJsonValue(value, path, arena, chat.chat_template_kwargs, kMaxJsonDepthCap)) return error;
     // vLLM refuses these (and a template variable `messages` would collide).
     for (std::string_view reserved : {"chat_template", "tokenize", "messages"}) {
         if (chat.chat_template_kwargs.asDict().find(reserved) != nullptr) {
@@ -821,7 +949,7 @@ std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, Ch
     if (auto error = typeOf(value, path, type)) return error;
     if (type == od::json_type::null) return std::nullopt;
     if (type != od::json_type::array) return fail(path, "must be an array of objects of strings");
-    if (auto error = readJsonValue(value, path, arena, chat.documents)) return error;
+    if (auto error = readJsonValue(value, path, arena, chat.documents, kMaxJsonDepthCap)) return error;
     std::size_t index = 0;
     for (const jinja::Value& document : chat.documents.asList()) {
         if (!document.isDict()) return fail(at(path, index), "must be an object of strings");
@@ -1009,6 +1137,8 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
         } else if (chat && key == "truncate_prompt_tokens") {
             bit = kTruncate;
             error = readTruncation(value, out.chat);
+        } else {
+            error = checkUnread(value, Path(key));
         }
         if (error) return error;
         if (bit != 0) {
@@ -1038,6 +1168,8 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
 }  // namespace
 
 struct RequestScanner::Impl {
+    JsonValidator validator;
+    bool fast_json = true;
     od::parser parser;
     // A padded copy of a body that came without padding, kept between scans
     // (a 4 MB conversation each turn should not fault in fresh pages).
@@ -1054,7 +1186,7 @@ std::string RequestScanner::simdjsonKernels() {
 RequestScanner::~RequestScanner() = default;
 
 std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
-                                              jinja::Arena& arena, ScannedRequest& out) {
+                                              std::uint32_t max_json_depth, jinja::Arena& arena, ScannedRequest& out) {
     // A fresh request, in the message list's buffer of the last one (a
     // conversation's list otherwise costs an allocation per request), unless
     // that buffer is a long conversation's.
@@ -1064,6 +1196,21 @@ std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t
     if (messages.capacity() > kKeptMessages) messages = {};
     out = ScannedRequest{};
     out.chat.messages = std::move(messages);
+    // The whole body, every field, is validated as JSON: On Demand validates
+    // only what it reads, and the readers recurse. Plain: JsonValidator reads
+    // every byte before iterate(). Fast: stage 1 (UTF-8, strings),
+    // jsonDepthWithin over its structural index before any reader, then the
+    // readers, which check what they read and checkUnread what they skip.
+    // Either way a refusal names the fault as JsonValidator finds it.
+    JsonValidation validation;
+    validation.max_depth = std::min(max_json_depth, kMaxJsonDepthCap);
+    const auto plainFault = [&]() -> std::optional<ScanError> {
+        if (auto fault = impl_->validator.validate(body, validation)) return faultError(*fault, validation.max_depth);
+        return std::nullopt;
+    };
+    if (!impl_->fast_json) {
+        if (auto error = plainFault()) return error;
+    }
     if (impl_->parser.capacity() > kShrinkAboveBytes && impl_->parser.capacity() > 4 * body.size()) {
         impl_->parser = od::parser{};
     }
@@ -1087,13 +1234,32 @@ std::optional<ScanError> RequestScanner::scan(std::string_view body, std::size_t
     }
     od::document doc;
     if (auto error = impl_->parser.iterate(padded.data(), padded.size(), padded.size() + kScanPaddingBytes).get(doc)) {
+        if (impl_->fast_json) {
+            if (auto fault = plainFault()) return fault;  // where stage 1 stopped
+        }
         if (error == simdjson::UTF8_ERROR) {
             return fail("body", "is not valid UTF-8 (byte offset " + std::to_string(findInvalidUtf8(body)) + ")");
         }
         if (error == simdjson::EMPTY) return fail("body", "empty (expected a JSON object)");
         return jsonError("body", error);
     }
-    return scanDocument(doc, padded, endpoint, arena, out);
+    if (impl_->fast_json) {
+        // The depth before any reader; the readers check the rest (checkUnread).
+        const std::span<const std::uint32_t> structurals = simdjsonStructurals(impl_->parser);
+        if (structurals.empty() || !jsonDepthWithin(padded, structurals, validation.max_depth)) {
+            if (auto fault = plainFault()) return fault;
+            if (!structurals.empty()) return fail("body", "malformed JSON");  // the twins disagree: refuse
+        }
+    }
+    auto error = scanDocument(doc, padded, endpoint, arena, out);
+    // Invalid JSON a reader refused is named as the plain validation names
+    // it (path, byte offset), so the two validations answer alike.
+    if (error && impl_->fast_json) {
+        if (auto fault = plainFault()) return fault;
+    }
+    return error;
 }
+
+void RequestScanner::setFastJsonValidation(bool on) { impl_->fast_json = on; }
 
 }  // namespace dpgate::admission

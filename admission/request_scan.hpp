@@ -1,8 +1,9 @@
 #pragma once
-// A single pass over a /v1/chat/completions or /v1/completions body with
-// simdjson On-Demand: reads the fields admission judges and the ones vLLM
-// hands the chat template (docs/VLLM_RENDERING.md), and skips the rest
-// (base64 image URLs are type-checked, never unescaped or copied).
+// A /v1/chat/completions or /v1/completions body: validated whole as JSON
+// (json_validator.hpp), then one pass with simdjson On-Demand that reads the
+// fields admission judges and the ones vLLM hands the chat template
+// (docs/VLLM_RENDERING.md), and skips the rest (base64 image URLs are
+// type-checked, never unescaped or copied).
 //
 // Every string_view in a ScannedRequest points into the scanner's parser
 // (its string buffer holds unescaped strings), so it stays valid until the
@@ -16,6 +17,7 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/admission_limits.hpp"
 #include "admission/endpoint.hpp"
 #include "admission/template/chat_request.hpp"
 
@@ -47,7 +49,8 @@ struct ScannedRequest {
     bool has_prompt_cache_key = false;
     std::string_view prompt_cache_key;
     std::string_view user;
-    std::uint64_t n = 1;
+    std::uint64_t n = 1;      // UINT64_MAX: an integer beyond int64
+    std::string_view n_text;  // `n` as written
     // Offset of the body's opening '{', where `"max_tokens":N,` is spliced.
     std::size_t open_brace_offset = 0;
 
@@ -61,7 +64,9 @@ struct ScannedRequest {
 };
 
 struct ScanError {
-    std::string param;    // JSON path of the offending field ("messages[3].content[1].image_url")
+    // JSON path of the offending field ("messages[3].content[1].image_url"),
+    // at most kMaxJsonPathBytes (clip_json_path.hpp).
+    std::string param;
     std::string message;  // starts with the path
 };
 
@@ -74,10 +79,19 @@ public:
 
     // `capacity_bytes` >= body.size() + kScanPaddingBytes lets the scan read
     // the body in place; otherwise it is copied into a padded buffer first.
-    // Values of the chat request (tools, tool calls, template kwargs) are
-    // built in `arena`, which the caller resets between requests.
+    // The whole body is validated as JSON (RFC 8259, JsonValidator) with at
+    // most `max_json_depth` levels of nesting (capped at kMaxJsonDepthCap)
+    // before any field is read. Values of the chat request (tools, tool
+    // calls, template kwargs) are built in `arena`, which the caller resets
+    // between requests.
     std::optional<ScanError> scan(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
-                                  jinja::Arena& arena, ScannedRequest& out);
+                                  std::uint32_t max_json_depth, jinja::Arena& arena, ScannedRequest& out);
+
+    // False: validate every body with the plain JsonValidator before the
+    // scan, never the fast way (stage 1, jsonDepthWithin over its structural
+    // index, then the readers checking what they read and what they skip);
+    // the tests and the fuzz target that compare the two.
+    void setFastJsonValidation(bool on);
 
     // Which simdjson kernels a scan runs, for the start-up log: stage 1 (the
     // SIMD pass over the bytes) is simdjson's runtime choice for this CPU;

@@ -20,7 +20,10 @@ struct Admitted {
     // prompts, while prompt_tokens is the longest one's). Unset otherwise.
     std::optional<std::uint64_t> expected_usage_prompt_tokens;
     std::uint32_t images = 0;
-    std::uint64_t output_budget = 0;
+    std::uint64_t output_budget = 0;  // per sequence: what the window check counts, as vLLM's does
+    std::uint32_t n = 1;              // completions asked for (`n`, at most limits.max_n)
+    // The output tokens the request may make in all: n * output_budget.
+    std::uint64_t output_reservation_tokens = 0;
     // True when the client sent no max_tokens / max_completion_tokens: the
     // gateway forwards body[0, splice_offset) + splice_text + body[splice_offset,
     // end), i.e. `"max_tokens":N,` right after the opening brace, everything

@@ -158,6 +158,8 @@ const admission::AdmissionLimits& Worker::admissionLimits(const conf::Config& co
         admission_limits_.image_reserve_tokens = config.model.image_reserve_tokens;
         admission_limits_.max_images = config.model.max_images;
         admission_limits_.max_body_bytes = config.limits.max_body_bytes;
+        admission_limits_.max_json_depth = config.limits.max_json_depth;
+        admission_limits_.max_n = config.limits.max_n;
     }
     admission_limits_.window_tokens = public_window;
     return admission_limits_;

@@ -1,8 +1,14 @@
 // Admission speed and memory (issue 4), beside an nlohmann::json DOM parse of
 // the same body: the proxy benchmark's small request (the same body again
 // and again, and a new text each time), 2 KB chat request, 128 MB body with
-// 640 base64 images, an agent's next turn (long system prompt and tools),
-// 1M-token text request cold and on its next turn.
+// 640 base64 images, 100 MB body with 10 images, an agent's next turn (long
+// system prompt and tools), 1M-token text request cold and on its next turn.
+// Beside admit (the fast JSON validation: simdjson's stage 1, the depth
+// counted over its structural index, the readers checking what they read
+// and what they skip): admit with the plain JSON validation
+// (Admitter::setFastJsonValidation(false): JsonValidator reads every byte
+// first), and JsonValidator alone. compare_admission.py sets two builds
+// side by side (before and after a change).
 //
 //   dpgate-bench-admission [--only small|images|agent|conversation]
 //
@@ -13,6 +19,7 @@
 
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <random>
 #include <string>
@@ -21,6 +28,7 @@
 #include <unistd.h>
 
 #include "admission/admit.hpp"
+#include "admission/json_validator.hpp"
 
 using namespace dpgate::admission;
 using Clock = std::chrono::steady_clock;
@@ -71,9 +79,29 @@ std::string conversation(std::mt19937& rng, int turns, std::size_t bytes_per_tur
     return body;
 }
 
-void row(const char* name, std::size_t bytes, double admit_us, double dom_us, const std::string& note) {
-    std::printf("%-34s %12zu %14.1f %14.1f %8.2fx  %s\n", name, bytes, admit_us, dom_us, dom_us / admit_us,
-                note.c_str());
+// The plain validator alone on `body`, best of `runs`.
+double validateUs(const std::string& body, int runs) {
+    static JsonValidator validator;
+    return bestUs(runs, [&] {
+        if (validator.validate(body).has_value()) std::abort();
+    });
+}
+
+// admit() with the plain JSON validation, best of `runs` after one warm-up,
+// on an Admitter of its own (the measured one's caches stay as they were).
+double plainAdmitUs(const std::shared_ptr<const Tokenizer>& tokenizer,
+                    const std::shared_ptr<const ChatTemplate>& chat_template, const std::string& body,
+                    const AdmissionLimits& limits, int runs) {
+    Admitter admitter(tokenizer, chat_template);
+    admitter.setFastJsonValidation(false);
+    (void)admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits);
+    return bestUs(runs, [&] { (void)admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
+}
+
+void row(const char* name, std::size_t bytes, double admit_us, double plain_us, double validate_us, double dom_us,
+         const std::string& note) {
+    std::printf("%-42s %12zu %10.2f %10.2f %+7.1f%% %10.2f %12.1f %7.2fx  %s\n", name, bytes, admit_us, plain_us,
+                100.0 * (plain_us - admit_us) / admit_us, validate_us, dom_us, dom_us / admit_us, note.c_str());
 }
 
 std::string describe(const Verdict& v) {
@@ -104,7 +132,8 @@ int main(int argc, char** argv) {
     }
     AdmissionLimits limits;
     std::mt19937 rng(7);
-    std::printf("%-34s %12s %14s %14s %9s  %s\n", "case", "body bytes", "admit us", "nlohmann us", "ratio", "verdict");
+    std::printf("%-42s %12s %10s %10s %8s %10s %12s %8s  %s\n", "case", "body bytes", "admit us", "plain us", "plain",
+                "validate us", "nlohmann us", "ratio", "verdict");
 
     if (run("small")) {  // The proxy benchmark's body (tests/bench/proxy/bench_post.lua).
         const std::string head =
@@ -115,7 +144,9 @@ int main(int argc, char** argv) {
         const double us =
             bestUs(1000, [&] { v = admitter.admit(same, same.capacity(), Endpoint::chat_completions, limits); });
         const double dom = bestUs(1000, [&] { (void)nlohmann::json::parse(same).size(); });
-        row("small request, same body", same.size(), us, dom, describe(v));
+        row("small request, same body", same.size(), us,
+            plainAdmitUs(loaded.tokenizer, chat_template, same, limits, 1000), validateUs(same, 1000), dom,
+            describe(v));
         // A new user text each time: nothing of it is in the counter's caches.
         static const char* words[] = {"say", "hello", "to",  "the",   "gateway", "benchmark",
                                       "in",  "a",     "few", "words", "please",  "now"};
@@ -133,7 +164,22 @@ int main(int argc, char** argv) {
         });
         next = 0;
         const double unique_dom = bestUs(1000, [&] { (void)nlohmann::json::parse(bodies[next++]).size(); });
-        row("small request, new text each time", bodies[0].size(), unique_us, unique_dom, describe(v));
+        // Texts of its own for the plain run: the first run's are in the caches now.
+        std::vector<std::string> plain_bodies;
+        for (int i = 0; i < 1000; ++i) {
+            std::string user;
+            for (int w = 0; w < 9; ++w) (user += words[words_rng() % 12]) += ' ';
+            plain_bodies.push_back(padded(head + user + "p" + std::to_string(i) + "\"}]}"));
+        }
+        Admitter plain(loaded.tokenizer, chat_template);
+        plain.setFastJsonValidation(false);
+        next = 0;
+        const double unique_plain = bestUs(1000, [&] {
+            const std::string& b = plain_bodies[next++];
+            (void)plain.admit(b, b.capacity(), Endpoint::chat_completions, limits);
+        });
+        row("small request, new text each time", bodies[0].size(), unique_us, unique_plain, validateUs(bodies[0], 1000),
+            unique_dom, describe(v));
     }
     if (run("small")) {  // 2 KB chat request, warm Admitter.
         Admitter admitter(loaded.tokenizer, chat_template);
@@ -142,15 +188,17 @@ int main(int argc, char** argv) {
         const double us =
             bestUs(2000, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
         const double dom = bestUs(2000, [&] { (void)nlohmann::json::parse(body).size(); });
-        row("2 KB chat request", body.size(), us, dom, describe(v));
+        row("2 KB chat request", body.size(), us, plainAdmitUs(loaded.tokenizer, chat_template, body, limits, 2000),
+            validateUs(body, 2000), dom, describe(v));
     }
-    if (run("images")) {  // 128 MB with 640 base64 images.
+    // `images` base64 images in `total_bytes`.
+    const auto imageRow = [&](const char* name, std::size_t total_bytes, int images) {
         std::string body =
             R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":[{"type":"text","text":"What is in these images?"})";
-        const std::size_t image_bytes = (128u << 20) / 640 - 64;
+        const std::size_t image_bytes = total_bytes / static_cast<std::size_t>(images) - 64;
         std::string b64(image_bytes, 'A');
         for (std::size_t i = 0; i < b64.size(); i += 7) b64[i] = "QUJDRE+/"[i % 8];
-        for (int i = 0; i < 640; ++i)
+        for (int i = 0; i < images; ++i)
             body += R"(,{"type":"image_url","image_url":{"url":"data:image/png;base64,)" + b64 + "\"}}";
         body += "]}]}";
         body = padded(std::move(body));
@@ -170,7 +218,12 @@ int main(int argc, char** argv) {
         char note[160];
         std::snprintf(note, sizeof note, "; extra RSS %.1f MB (%.1f%% of body)", extra,
                       100.0 * extra / (static_cast<double>(body.size()) / (1 << 20)));
-        row("128 MB, 640 images", body.size(), us, dom, describe(v) + note);
+        row(name, body.size(), us, plainAdmitUs(loaded.tokenizer, chat_template, body, limits, 5), validateUs(body, 5),
+            dom, describe(v) + note);
+    };
+    if (run("images")) {
+        imageRow("128 MB, 640 images", 128u << 20, 640);
+        imageRow("100 MB, 10 images", 100u << 20, 10);
     }
     if (run("agent")) {  // An agent's next turn: 30 KB system prompt, 40 tools (~70 KB), 20 turns.
         std::mt19937 agent_rng(13);
@@ -196,7 +249,8 @@ int main(int argc, char** argv) {
         const double us =
             bestUs(200, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, limits); });
         const double dom = bestUs(200, [&] { (void)nlohmann::json::parse(body).size(); });
-        row("agent turn (30 KB system, 40 tools), warm", body.size(), us, dom, describe(v));
+        row("agent turn (30 KB system, 40 tools), warm", body.size(), us,
+            plainAdmitUs(loaded.tokenizer, chat_template, body, limits, 200), validateUs(body, 200), dom, describe(v));
     }
     if (run("conversation")) {  // 1M-token conversation, cold, then its next turn.
         std::mt19937 conv_rng(11);
@@ -212,11 +266,16 @@ int main(int argc, char** argv) {
         const double cold =
             bestUs(1, [&] { v = admitter.admit(body, body.capacity(), Endpoint::chat_completions, wide); });
         const double dom = bestUs(1, [&] { (void)nlohmann::json::parse(body).size(); });
-        row("1M-token text, cold", body.size(), cold, dom, describe(v));
+        Admitter plain(loaded.tokenizer, chat_template);
+        plain.setFastJsonValidation(false);
+        const double plain_cold =
+            bestUs(1, [&] { (void)plain.admit(body, body.capacity(), Endpoint::chat_completions, wide); });
+        row("1M-token text, cold", body.size(), cold, plain_cold, validateUs(body, 5), dom, describe(v));
         const double warm =
             bestUs(5, [&] { v = admitter.admit(next, next.capacity(), Endpoint::chat_completions, wide); });
         const double dom2 = bestUs(1, [&] { (void)nlohmann::json::parse(next).size(); });
-        row("1M-token text, next turn", next.size(), warm, dom2, describe(v));
+        row("1M-token text, next turn", next.size(), warm, plainAdmitUs(loaded.tokenizer, chat_template, next, wide, 5),
+            validateUs(next, 5), dom2, describe(v));
     }
     return 0;
 }

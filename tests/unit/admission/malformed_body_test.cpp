@@ -107,10 +107,15 @@ std::vector<Case> cases() {
 
 TEST(MalformedBody, EachIsA4xxNamingTheProblem) {
     Admitter admitter(test::referenceTokenizer(), test::referenceChatTemplate());
+    Admitter plain(test::referenceTokenizer(), test::referenceChatTemplate());
+    plain.setFastJsonValidation(false);
     AdmissionLimits limits;
     const std::vector<Case> all = cases();
     EXPECT_GE(all.size(), 40u);
     for (const Case& c : all) {
+        // The plain JSON validation answers in the same words.
+        const Verdict plain_verdict = plain.admit(c.body, Endpoint::chat_completions, limits);
+        ASSERT_TRUE(std::holds_alternative<Refused>(plain_verdict)) << c.name;
         const Verdict verdict = admitter.admit(c.body, Endpoint::chat_completions, limits);
         ASSERT_TRUE(std::holds_alternative<Refused>(verdict)) << c.name;
         const Refused& r = std::get<Refused>(verdict);
@@ -123,6 +128,8 @@ TEST(MalformedBody, EachIsA4xxNamingTheProblem) {
         if (!c.message_part.empty()) {
             EXPECT_NE(r.message.find(c.message_part), std::string::npos) << c.name << ": " << r.message;
         }
+        EXPECT_EQ(std::get<Refused>(plain_verdict).param, r.param) << c.name;
+        EXPECT_EQ(std::get<Refused>(plain_verdict).message, r.message) << c.name;
         // The next request is served normally.
         const Verdict next =
             admitter.admit(R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"ok"}]})",
