@@ -435,10 +435,25 @@ namespace {
 constexpr std::size_t kCjkCachedBytesMax = 12;
 }  // namespace
 
+namespace {
+// The pieces of one text, for forEachPiece. One per thread.
+thread_local std::vector<std::uint32_t> piece_ends;
+// What piece_ends keeps between texts: the pieces of ~64 KB of text.
+constexpr std::size_t kRetainedPieceEnds = 16384;
+}  // namespace
+
+void Tokenizer::releaseScratch() {
+    if (piece_ends.capacity() > kRetainedPieceEnds) std::vector<std::uint32_t>().swap(piece_ends);
+    BpeModel::releaseScratch();
+}
+
+std::size_t Tokenizer::scratchBytes() {
+    return piece_ends.capacity() * sizeof(std::uint32_t) + BpeModel::scratchBytes();
+}
+
 template <typename OnPiece>
-void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const {
-    thread_local std::vector<std::uint32_t> piece_ends;
-    thread_local std::vector<std::uint32_t> scratch;
+void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
+                             OnPiece&& on_piece) const {
     piece_ends.clear();
     splitDeepSeekV3(text, piece_ends);
     const std::uint32_t* ends = piece_ends.data();
@@ -480,26 +495,26 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
                 on_piece(ids, n);
                 continue;
             }
-            scratch.clear();
-            model_.encodePiece(piece, scratch);
-            cache->insert(piece, key, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
+            const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+            cache->insert(piece, key, ids.data(), static_cast<std::uint32_t>(ids.size()));
+            on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
         } else {
-            scratch.clear();
-            model_.encodePiece(piece, scratch);
+            const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+            on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
         }
-        on_piece(scratch.data(), static_cast<std::uint32_t>(scratch.size()));
     }
 }
 
-void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const {
-    forEachPiece(text, cache, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
+void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids,
+                               BpeModel::LongMerge long_merge) const {
+    forEachPiece(text, cache, long_merge, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
         ids.insert(ids.end(), piece_ids, piece_ids + count);
     });
 }
 
-std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache) const {
+std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge) const {
     std::uint64_t total = 0;
-    forEachPiece(text, cache, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
+    forEachPiece(text, cache, long_merge, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
     return total;
 }
 
