@@ -15,18 +15,20 @@ std::atomic<std::uint64_t> next_model_id{1};
 // This thread's merge buffers. Ordinary pieces are a few to a few hundred
 // symbols; one of megabytes grows them, and releaseScratch() gives back
 // whatever is above kRetainedSymbols.
+template <typename T>
+using ScratchVector = std::vector<T, MappedAllocator<T>>;
 struct Scratch {
-    std::vector<std::uint32_t> symbols;
-    std::vector<std::int32_t> next;  // mergeHeap's list and heap
-    std::vector<std::int32_t> prev;
-    std::vector<std::uint64_t> heap;
+    ScratchVector<std::uint32_t> symbols;
+    ScratchVector<std::int32_t> next;  // mergeHeap's list and heap
+    ScratchVector<std::int32_t> prev;
+    ScratchVector<std::uint64_t> heap;
 };
 thread_local Scratch scratch;
 constexpr std::size_t kRetainedSymbols = 16384;
 
 template <typename T>
-void release(std::vector<T>& v, std::size_t keep) {
-    if (v.capacity() > keep) std::vector<T>().swap(v);
+void release(ScratchVector<T>& v, std::size_t keep) {
+    if (v.capacity() > keep) ScratchVector<T>().swap(v);
 }
 
 }  // namespace
@@ -64,7 +66,7 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
 }
 
 std::span<const std::uint32_t> BpeModel::mergePiece(std::string_view piece, LongMerge strategy) const {
-    std::vector<std::uint32_t>& symbols = scratch.symbols;
+    Symbols& symbols = scratch.symbols;
     symbols.clear();
     // Sized once, exactly: growing by doubling would leave up to twice a long piece's bytes.
     if (symbols.capacity() < piece.size()) symbols.reserve(piece.size());
@@ -91,13 +93,13 @@ std::size_t BpeModel::scratchBytes() {
 }
 
 void BpeModel::encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const {
-    std::vector<std::uint32_t> symbols;
+    Symbols symbols;
     for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
     mergeSymbols(symbols);
     ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
-void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const {
+void BpeModel::initialSymbols(std::string_view piece, Symbols& symbols) const {
     const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
     const std::size_t n = piece.size();
     // Never more symbols than bytes: size once, write through a pointer.
@@ -129,14 +131,16 @@ void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>
     symbols.resize(static_cast<std::size_t>(out - symbols.data()));
 }
 
-void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols, LongMerge strategy) const {
+void BpeModel::mergeSymbols(Symbols& symbols, LongMerge strategy) const {
     if (bpe_detail::pair_memo.model_id != model_id_) {
         std::fill(std::begin(bpe_detail::pair_memo.slots), std::end(bpe_detail::pair_memo.slots), 0);
         bpe_detail::pair_memo.model_id = model_id_;
     }
     const std::size_t n = symbols.size();
+    // The sweep is faster than the heap from 100 symbols up (2x at 1,000,
+    // 4x at 10,000 on a random word; tests/bench/tokenizer/README.md).
     const bool sweep = monotone_ && n < (std::size_t{1} << 31) &&
-                       (strategy == LongMerge::kRankSweep || (strategy == LongMerge::kAuto && n > kRankSweepMin));
+                       (strategy == LongMerge::kRankSweep || (strategy == LongMerge::kAuto && n > kLinearMergeMax));
     if (sweep) {
         mergeRankSweep(symbols);
     } else if (n <= kLinearMergeMax) {
@@ -149,7 +153,7 @@ void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols, LongMerge strat
 // Keeps the rank of every adjacent pair in an array: each merge is a linear
 // scan for the lowest rank (leftmost on ties) plus two lookups for the new
 // neighbours. Fastest for the short pieces most text is made of.
-void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
+void BpeModel::mergeLinear(Symbols& symbols) const {
     std::size_t n = symbols.size();
     if (n < 2) return;
     std::uint32_t r[kLinearMergeMax];
@@ -199,13 +203,13 @@ void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
 // Min-heap of candidate merges over a linked list of symbols, O(n log n), for
 // long pieces: CJK clauses (one piece each) and very long words (a 100 KB
 // word must not cost 10^10 steps).
-void BpeModel::mergeHeap(std::vector<std::uint32_t>& symbols) const {
+void BpeModel::mergeHeap(Symbols& symbols) const {
     // Candidate = rank << 32 | position: a min-heap on it yields the lowest
     // rank, leftmost first. A candidate is stale when its left symbol died or
     // the pair now at its position has another rank (ranks are unique per pair).
-    std::vector<std::int32_t>& next = scratch.next;
-    std::vector<std::int32_t>& prev = scratch.prev;
-    std::vector<std::uint64_t>& heap = scratch.heap;
+    ScratchVector<std::int32_t>& next = scratch.next;
+    ScratchVector<std::int32_t>& prev = scratch.prev;
+    ScratchVector<std::uint64_t>& heap = scratch.heap;
     const auto n = static_cast<std::int32_t>(symbols.size());
     std::uint32_t* sym = symbols.data();
     next.resize(symbols.size());

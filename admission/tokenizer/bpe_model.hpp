@@ -7,6 +7,8 @@
 #include <string_view>
 #include <vector>
 
+#include "admission/tokenizer/mapped_allocator.hpp"
+
 namespace dpgate::admission {
 
 class BpeModel {
@@ -20,8 +22,7 @@ public:
     // How a piece of more than kLinearMergeMax symbols is merged. Every
     // strategy gives the same ids.
     enum class LongMerge : std::uint8_t {
-        // The rank sweep for pieces of more than kRankSweepMin symbols when
-        // the ranks are monotone, else the heap.
+        // The rank sweep when the ranks are monotone, else the heap.
         kAuto,
         // The plain path: a heap of candidate merges, as HuggingFace's
         // Word::merge_all; O(n log n) and ~20 bytes a symbol.
@@ -111,24 +112,24 @@ private:
     // misses, and a piece's initial pairs are independent of each other.
     std::size_t prefetchPair(std::uint32_t left, std::uint32_t right) const;
 
+    // A piece's symbols while it merges: as many as its bytes at first.
+    using Symbols = std::vector<std::uint32_t, MappedAllocator<std::uint32_t>>;
+
     // Fills char_premerge_ (bpe_char_premerge.cpp).
     void buildCharPremerge();
     // The symbols a piece starts from: one per byte, except that a 3-byte
     // character with a char_premerge_ entry contributes its merged tokens.
-    void initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const;
-    void mergeSymbols(std::vector<std::uint32_t>& symbols, LongMerge strategy = LongMerge::kAuto) const;
+    void initialSymbols(std::string_view piece, Symbols& symbols) const;
+    void mergeSymbols(Symbols& symbols, LongMerge strategy = LongMerge::kAuto) const;
 
     // Long pieces with few merges left (CJK clauses after the per-character
     // shortcut) are cheaper to rescan than to keep a heap for.
     static constexpr std::size_t kLinearMergeMax = 64;
-    void mergeLinear(std::vector<std::uint32_t>& symbols) const;
-    void mergeHeap(std::vector<std::uint32_t>& symbols) const;
-    // Above this many symbols kAuto sweeps: the sweep's fixed cost (a bitmap
-    // over the ranks) is paid back, and the heap's memory stays bounded.
-    static constexpr std::size_t kRankSweepMin = 1024;
+    void mergeLinear(Symbols& symbols) const;
+    void mergeHeap(Symbols& symbols) const;
     // Linear merge for monotone ranks (bpe_rank_sweep.cpp); positions must
     // fit in 31 bits.
-    void mergeRankSweep(std::vector<std::uint32_t>& symbols) const;
+    void mergeRankSweep(Symbols& symbols) const;
     bool computeRanksAreMonotone() const;
 
     std::uint64_t model_id_;  // keys the per-thread pair memo

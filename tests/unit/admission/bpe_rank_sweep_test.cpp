@@ -93,7 +93,7 @@ TEST(BpeRankSweep, RunsOfEveryLengthMatchTheHeap) {
             piece += atom;
             expectSweepEqualsHeap(model, piece);
         }
-        for (const std::size_t length : {1023, 1024, 1025, 4097, 65537}) {
+        for (const std::size_t length : {1000, 4097, 65537}) {
             std::string longer;
             for (std::size_t i = 0; i < length; ++i) longer += atom;
             expectSweepEqualsHeap(model, longer);
@@ -141,7 +141,7 @@ TEST(BpeRankSweep, PeriodicAndRandomPiecesMatchTheHeap) {
 
 // Every adversarial class through the whole counter, with the sweep on and
 // off: the same ids for runs, periodic runs, random words and runs inside
-// ordinary text, each a megabyte (far beyond kRankSweepMin).
+// ordinary text, each a megabyte.
 TEST(BpeRankSweep, LongRunsCountAsThePlainPathCountsThem) {
     const auto tokenizer = test::referenceTokenizer();
     ASSERT_NE(tokenizer, nullptr);
