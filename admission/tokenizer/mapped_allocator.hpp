@@ -24,10 +24,23 @@ inline std::size_t mappedBytes() { return mapped_detail::bytes.load(std::memory_
 inline std::size_t peakMappedBytes() { return mapped_detail::peak_bytes.load(std::memory_order_relaxed); }
 inline void resetPeakMappedBytes() { mapped_detail::peak_bytes.store(mappedBytes(), std::memory_order_relaxed); }
 
+#if defined(__SANITIZE_ADDRESS__)
+#define DPGATE_MAPPED_ALLOCATOR_OFF 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DPGATE_MAPPED_ALLOCATOR_OFF 1
+#endif
+#endif
+
 template <typename T>
 struct MappedAllocator {
     using value_type = T;
+#if defined(DPGATE_MAPPED_ALLOCATOR_OFF)
+    // Under ASan every block comes from operator new, where overflows are seen.
+    static constexpr std::size_t kMappedBytes = ~std::size_t{0};
+#else
     static constexpr std::size_t kMappedBytes = std::size_t{1} << 20;
+#endif
 
     MappedAllocator() = default;
     template <typename U>
