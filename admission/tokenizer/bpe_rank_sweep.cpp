@@ -21,11 +21,11 @@
 // from its left end whichever of its positions it took first.
 //
 // Memory: the symbols (4 bytes each) and the bucket entries (4 bytes, in
-// chunks of 15, plus a partly filled chunk per occupied rank). Live entries
-// are at most one per symbol plus the stale ones not yet taken; when they
-// pass 2 per symbol the buckets are refilled from the symbols (rebucket),
-// which bounds them by 2n. Dead symbols stay in place (see kDead), so
-// nothing is moved until the survivors are packed at the end.
+// chunks of 15, plus a partly filled chunk per occupied rank). Entries stay
+// below 2n: n - 1 at first, and a merge pushes at most one more than it
+// takes (two new pairs for the one taken; a run's k merges k + 1 for one).
+// Dead symbols stay in place (see kDead), so nothing is moved until the
+// survivors are packed at the end.
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -73,7 +73,6 @@ public:
             fill_[rank] = 0;
         }
         chunk(head_[rank]).pos[fill_[rank]++] = pos;
-        ++entries_;
     }
 
     // Takes up to kPerChunk positions from the bucket of `rank` into `out`
@@ -95,10 +94,9 @@ public:
         // The bucket's next chunk is read next: a cache miss, as chunks of all
         // buckets come from one pool in the order they were needed.
         if (taken.next != 0) __builtin_prefetch(&chunk(taken.next));
-        std::copy_n(taken.pos, kPerChunk, out);  // a fixed size copies without a loop
         const std::size_t count = fill_[rank];
+        std::copy_n(taken.pos, count, out);
         fill_[rank] = 0;
-        entries_ -= count;
         return count;
     }
 
@@ -124,21 +122,6 @@ public:
         const std::size_t first = s * 64 + static_cast<std::size_t>(std::countr_zero(words));
         return static_cast<std::uint32_t>(first * 64 + static_cast<std::size_t>(std::countr_zero(occupied_[first])));
     }
-
-    // Drops every entry (the chunks stay in the pool).
-    void clearAll() {
-        for (std::uint32_t rank = firstFrom(0); rank != kNone; rank = firstFrom(rank + 1)) {
-            for (std::uint32_t c = head_[rank]; c != 0;) {
-                const std::uint32_t next = chunk(c).next;
-                freeChunk(c);
-                c = next;
-            }
-            clear(rank);
-        }
-        entries_ = 0;
-    }
-
-    std::size_t entries() const { return entries_; }
 
 private:
     struct Chunk {
@@ -192,7 +175,6 @@ private:
     std::uint32_t allocated_ = 0;
     std::uint32_t capacity_ = 0;
     std::uint32_t free_ = 0;
-    std::size_t entries_ = 0;
 };
 
 }  // namespace
@@ -253,12 +235,6 @@ void BpeModel::mergeRankSweep(Symbols& symbols) const {
         sym[last] = kDead | first;
         return after;
     };
-    // Every pair that is a merge, pushed again: drops the stale entries.
-    const auto rebucket = [&] {
-        buckets.clearAll();
-        for (std::uint32_t p = 0, q = next(0); q < n; p = q, q = next(q)) push(p, q);
-    };
-
     {
         // The initial pairs are independent: their lookups start kAhead early.
         constexpr std::uint32_t kAhead = 8;
@@ -323,7 +299,6 @@ void BpeModel::mergeRankSweep(Symbols& symbols) const {
         for (int b = 0; count[b] != 0; b ^= 1) {
             popInto(b ^ 1);
             for (std::size_t k = 0; k < count[b]; ++k) take(taken[b][k], rank);
-            if (buckets.entries() > 2 * std::size_t{n}) rebucket();
         }
     }
 
