@@ -47,18 +47,33 @@ constexpr std::uint32_t kDead = 0x80000000u;
 constexpr std::uint32_t kNone = ~0u;
 
 // Positions pushed per rank, last in first out, in 64-byte chunks from a
-// pool of blocks (no reallocation, no per-entry allocation). The first
-// block is small, for pieces of a few thousand symbols; the others are
-// mapped (MappedAllocator), so they leave with the sweep.
+// pool of blocks (no reallocation, no per-entry allocation). One per
+// thread, kept between sweeps: its per-rank arrays (5 bytes a rank, 640 KB
+// for DeepSeek V3) need no clearing, as a finished sweep leaves every
+// bucket empty, so a sweep of 65 symbols starts as cheaply as one of
+// millions. The first block is small and kept too; the others are mapped
+// (MappedAllocator) and dropped when the sweep ends.
 class RankBuckets {
 public:
     static constexpr std::size_t kPerChunk = 15;
 
-    explicit RankBuckets(std::size_t ranks)
-        : head_(new std::uint32_t[ranks]),
-          fill_(new std::uint8_t[ranks]),
-          occupied_((ranks + 63) / 64, 0),
-          summary_((occupied_.size() + 63) / 64, 0) {}
+    // Readies the buckets for a sweep over `ranks` ranks.
+    void begin(std::size_t ranks) {
+        if (ranks != ranks_ || in_sweep_) {  // another model, or a sweep that threw
+            head_.reset(new std::uint32_t[ranks]);
+            fill_.reset(new std::uint8_t[ranks]);
+            occupied_.assign((ranks + 63) / 64, 0);
+            summary_.assign((occupied_.size() + 63) / 64, 0);
+            ranks_ = ranks;
+            resetPool();
+        }
+        in_sweep_ = true;
+    }
+    // After the sweep has emptied every bucket.
+    void end() {
+        resetPool();
+        in_sweep_ = false;
+    }
 
     void push(std::uint32_t rank, std::uint32_t pos) {
         std::uint64_t& word = occupied_[rank >> 6];
@@ -157,6 +172,12 @@ private:
         chunk(c).next = next;
         return c;
     }
+    void resetPool() {
+        if (blocks_.size() > 1) blocks_.resize(1);
+        capacity_ = blocks_.empty() ? 0 : kFirstBlockChunks;
+        allocated_ = 0;
+        free_ = 0;
+    }
     void freeChunk(std::uint32_t c) {
         chunk(c).next = free_;
         free_ = c;
@@ -167,6 +188,8 @@ private:
         if (word == 0) summary_[rank >> 12] &= ~(std::uint64_t{1} << ((rank >> 6) & 63));
     }
 
+    std::size_t ranks_ = 0;
+    bool in_sweep_ = false;
     std::unique_ptr<std::uint32_t[]> head_;  // valid where occupied
     std::unique_ptr<std::uint8_t[]> fill_;   // entries in the head chunk
     std::vector<std::uint64_t> occupied_;    // a bit per rank
@@ -176,6 +199,8 @@ private:
     std::uint32_t capacity_ = 0;
     std::uint32_t free_ = 0;
 };
+
+thread_local RankBuckets rank_buckets;
 
 }  // namespace
 
@@ -206,7 +231,8 @@ void BpeModel::mergeRankSweep(Symbols& symbols) const {
     const auto n = static_cast<std::uint32_t>(symbols.size());
     if (n < 2) return;
     std::uint32_t* const sym = symbols.data();
-    RankBuckets buckets(merged_by_rank_.size());
+    RankBuckets& buckets = rank_buckets;
+    buckets.begin(merged_by_rank_.size());
 
     // Live neighbours; n = none after, kNone = none before.
     const auto next = [&](std::uint32_t p) {
@@ -301,6 +327,8 @@ void BpeModel::mergeRankSweep(Symbols& symbols) const {
             for (std::size_t k = 0; k < count[b]; ++k) take(taken[b][k], rank);
         }
     }
+
+    buckets.end();
 
     std::uint32_t out = 0;
     for (std::uint32_t p = 0; p < n; p = next(p)) sym[out++] = sym[p];
