@@ -4,22 +4,32 @@
 #include <atomic>
 #include <cstring>
 
+#include "admission/tokenizer/bpe_pair_memo.hpp"
+
 namespace dpgate::admission {
 
 namespace {
 
 std::atomic<std::uint64_t> next_model_id{1};
 
-// Per-thread, direct-mapped memo of recent merge-table answers. Long pieces
-// (CJK clauses are one piece each) repeat the same few thousand pairs, and a
-// 256 KB memo answers most of them from L2 instead of the 2 MB table; every
-// merge needs two such answers before the next can be chosen.
-struct PairMemo {
-    static constexpr std::size_t kSlots = 32768;
-    std::uint64_t model_id = 0;
-    std::uint64_t slots[kSlots];  // same layout as the table; rank all-ones = no merge
+// This thread's merge buffers. Ordinary pieces are a few to a few hundred
+// symbols; one of megabytes grows them, and releaseScratch() gives back
+// whatever is above kRetainedSymbols.
+template <typename T>
+using ScratchVector = std::vector<T, MappedAllocator<T>>;
+struct Scratch {
+    ScratchVector<std::uint32_t> symbols;
+    ScratchVector<std::int32_t> next;  // mergeHeap's list and heap
+    ScratchVector<std::int32_t> prev;
+    ScratchVector<std::uint64_t> heap;
 };
-thread_local PairMemo pair_memo;
+thread_local Scratch scratch;
+constexpr std::size_t kRetainedSymbols = 16384;
+
+template <typename T>
+void release(ScratchVector<T>& v, std::size_t keep) {
+    if (v.capacity() > keep) ScratchVector<T>().swap(v);
+}
 
 }  // namespace
 
@@ -52,45 +62,44 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
         line.words[b >> 6] |= std::uint64_t{1} << (b & 63);
     }
     buildCharPremerge();
+    monotone_ = computeRanksAreMonotone();
 }
 
-inline std::size_t BpeModel::prefetchPair(std::uint32_t left, std::uint32_t right) const {
-    const std::size_t hash = mix(pairKey(left, right));
-    __builtin_prefetch(&pair_filter_[filterLine(hash)]);
-    __builtin_prefetch(&pair_memo.slots[hash & (PairMemo::kSlots - 1)]);
-    __builtin_prefetch(&table_[hash & mask_]);
-    return hash;
-}
-
-inline std::uint32_t BpeModel::memoRank(std::uint32_t left, std::uint32_t right, std::size_t hash) const {
-    const std::uint64_t key = pairKey(left, right);
-    if (!mayMerge(hash)) return kNoRank;
-    std::uint64_t& slot = pair_memo.slots[hash & (PairMemo::kSlots - 1)];
-    if ((slot & kUsed) && ((slot >> kIdBits) & kPairMask) == key) {
-        const auto rank = static_cast<std::uint32_t>(slot & kIdMask);
-        return rank == kIdMask ? kNoRank : rank;
-    }
-    const std::uint32_t rank = rankOfKey(key, hash);
-    slot = kUsed | (key << kIdBits) | (rank == kNoRank ? kIdMask : rank);
-    return rank;
-}
-
-void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const {
-    thread_local std::vector<std::uint32_t> symbols;
+std::span<const std::uint32_t> BpeModel::mergePiece(std::string_view piece, LongMerge strategy) const {
+    Symbols& symbols = scratch.symbols;
     symbols.clear();
+    // Sized once, exactly: growing by doubling would leave up to twice a long piece's bytes.
+    if (symbols.capacity() < piece.size()) symbols.reserve(piece.size());
     initialSymbols(piece, symbols);
-    mergeSymbols(symbols);
-    ids.insert(ids.end(), symbols.begin(), symbols.end());
+    mergeSymbols(symbols, strategy);
+    return symbols;
+}
+
+void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids, LongMerge strategy) const {
+    const std::span<const std::uint32_t> merged = mergePiece(piece, strategy);
+    ids.insert(ids.end(), merged.begin(), merged.end());
+}
+
+void BpeModel::releaseScratch() {
+    release(scratch.symbols, kRetainedSymbols);
+    release(scratch.next, kRetainedSymbols);
+    release(scratch.prev, kRetainedSymbols);
+    release(scratch.heap, kRetainedSymbols);
+}
+
+std::size_t BpeModel::scratchBytes() {
+    return scratch.symbols.capacity() * sizeof(std::uint32_t) + scratch.next.capacity() * sizeof(std::int32_t) +
+           scratch.prev.capacity() * sizeof(std::int32_t) + scratch.heap.capacity() * sizeof(std::uint64_t);
 }
 
 void BpeModel::encodePieceFromBytes(std::string_view piece, std::vector<std::uint32_t>& ids) const {
-    std::vector<std::uint32_t> symbols;
+    Symbols symbols;
     for (const char c : piece) symbols.push_back(byte_ids_[static_cast<unsigned char>(c)]);
     mergeSymbols(symbols);
     ids.insert(ids.end(), symbols.begin(), symbols.end());
 }
 
-void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const {
+void BpeModel::initialSymbols(std::string_view piece, Symbols& symbols) const {
     const auto* p = reinterpret_cast<const unsigned char*>(piece.data());
     const std::size_t n = piece.size();
     // Never more symbols than bytes: size once, write through a pointer.
@@ -122,12 +131,19 @@ void BpeModel::initialSymbols(std::string_view piece, std::vector<std::uint32_t>
     symbols.resize(static_cast<std::size_t>(out - symbols.data()));
 }
 
-void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols) const {
-    if (pair_memo.model_id != model_id_) {
-        std::fill(std::begin(pair_memo.slots), std::end(pair_memo.slots), 0);
-        pair_memo.model_id = model_id_;
+void BpeModel::mergeSymbols(Symbols& symbols, LongMerge strategy) const {
+    if (bpe_detail::pair_memo.model_id != model_id_) {
+        std::fill(std::begin(bpe_detail::pair_memo.slots), std::end(bpe_detail::pair_memo.slots), 0);
+        bpe_detail::pair_memo.model_id = model_id_;
     }
-    if (symbols.size() <= kLinearMergeMax) {
+    const std::size_t n = symbols.size();
+    // The sweep is faster than the heap from 100 symbols up (2x at 1,000,
+    // 4x at 10,000 on a random word; tests/bench/tokenizer/README.md).
+    const bool sweep = monotone_ && n < (std::size_t{1} << 31) &&
+                       (strategy == LongMerge::kRankSweep || (strategy == LongMerge::kAuto && n > kLinearMergeMax));
+    if (sweep) {
+        mergeRankSweep(symbols);
+    } else if (n <= kLinearMergeMax) {
         mergeLinear(symbols);
     } else {
         mergeHeap(symbols);
@@ -137,7 +153,7 @@ void BpeModel::mergeSymbols(std::vector<std::uint32_t>& symbols) const {
 // Keeps the rank of every adjacent pair in an array: each merge is a linear
 // scan for the lowest rank (leftmost on ties) plus two lookups for the new
 // neighbours. Fastest for the short pieces most text is made of.
-void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
+void BpeModel::mergeLinear(Symbols& symbols) const {
     std::size_t n = symbols.size();
     if (n < 2) return;
     std::uint32_t r[kLinearMergeMax];
@@ -187,13 +203,13 @@ void BpeModel::mergeLinear(std::vector<std::uint32_t>& symbols) const {
 // Min-heap of candidate merges over a linked list of symbols, O(n log n), for
 // long pieces: CJK clauses (one piece each) and very long words (a 100 KB
 // word must not cost 10^10 steps).
-void BpeModel::mergeHeap(std::vector<std::uint32_t>& symbols) const {
+void BpeModel::mergeHeap(Symbols& symbols) const {
     // Candidate = rank << 32 | position: a min-heap on it yields the lowest
     // rank, leftmost first. A candidate is stale when its left symbol died or
     // the pair now at its position has another rank (ranks are unique per pair).
-    thread_local std::vector<std::int32_t> next;
-    thread_local std::vector<std::int32_t> prev;
-    thread_local std::vector<std::uint64_t> heap;
+    ScratchVector<std::int32_t>& next = scratch.next;
+    ScratchVector<std::int32_t>& prev = scratch.prev;
+    ScratchVector<std::uint64_t>& heap = scratch.heap;
     const auto n = static_cast<std::int32_t>(symbols.size());
     std::uint32_t* sym = symbols.data();
     next.resize(symbols.size());

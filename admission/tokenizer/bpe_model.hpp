@@ -3,8 +3,11 @@
 // byte-level characters, then ranked merges apply lowest rank first,
 // leftmost first among equal ranks (HuggingFace's BPE::merge_word order).
 #include <cstdint>
+#include <span>
 #include <string_view>
 #include <vector>
+
+#include "admission/tokenizer/mapped_allocator.hpp"
 
 namespace dpgate::admission {
 
@@ -16,12 +19,29 @@ public:
         std::uint32_t merged;
     };
 
+    // How a piece of more than kLinearMergeMax symbols is merged. Every
+    // strategy gives the same ids.
+    enum class LongMerge : std::uint8_t {
+        // The rank sweep when the ranks are monotone, else the heap.
+        kAuto,
+        // The plain path: a heap of candidate merges, as HuggingFace's
+        // Word::merge_all; O(n log n) and ~20 bytes a symbol.
+        kHeap,
+        // The rank sweep for every piece of 2 symbols or more when the ranks
+        // are monotone (tests compare it with the heap on short pieces too).
+        kRankSweep,
+    };
+
     // byte_ids[b] is the id of byte b's byte-level character; merges are in
     // rank order (index = rank).
     BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges);
 
+    // The ids of one pre-tokenized piece, in this thread's buffer: valid
+    // until the next call on this thread or releaseScratch().
+    std::span<const std::uint32_t> mergePiece(std::string_view piece, LongMerge strategy = LongMerge::kAuto) const;
     // Appends the ids of one pre-tokenized piece.
-    void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids) const;
+    void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids,
+                     LongMerge strategy = LongMerge::kAuto) const;
 
     // Same ids as encodePiece, always merging from single bytes (no per-character
     // shortcut); for tests that check the shortcut changes nothing.
@@ -31,6 +51,17 @@ public:
         return table_.size() * sizeof(std::uint64_t) + merged_by_rank_.size() * 4 +
                char_premerge_.size() * sizeof(std::uint64_t) + pair_filter_.size() * sizeof(FilterLine);
     }
+    // Whether every merge ranks after each merge producing one of its parts,
+    // which the rank sweep needs (bpe_rank_sweep.cpp). Checked at load.
+    bool ranksAreMonotone() const { return monotone_; }
+
+    // Frees this thread's buffers that a long piece grew beyond what
+    // ordinary pieces need: a worker lives for ever, one huge request must
+    // not keep its memory. mergePiece's last answer becomes invalid.
+    static void releaseScratch();
+    // Bytes this thread's buffers hold now (tests check the release).
+    static std::size_t scratchBytes();
+
     // Characters of kCharPremergeFirst..kCharPremergeLast that start from
     // their merged tokens instead of their bytes (see bpe_char_premerge.cpp).
     std::size_t premergedCharCount() const;
@@ -81,20 +112,28 @@ private:
     // misses, and a piece's initial pairs are independent of each other.
     std::size_t prefetchPair(std::uint32_t left, std::uint32_t right) const;
 
+    // A piece's symbols while it merges: as many as its bytes at first.
+    using Symbols = std::vector<std::uint32_t, MappedAllocator<std::uint32_t>>;
+
     // Fills char_premerge_ (bpe_char_premerge.cpp).
     void buildCharPremerge();
     // The symbols a piece starts from: one per byte, except that a 3-byte
     // character with a char_premerge_ entry contributes its merged tokens.
-    void initialSymbols(std::string_view piece, std::vector<std::uint32_t>& symbols) const;
-    void mergeSymbols(std::vector<std::uint32_t>& symbols) const;
+    void initialSymbols(std::string_view piece, Symbols& symbols) const;
+    void mergeSymbols(Symbols& symbols, LongMerge strategy = LongMerge::kAuto) const;
 
     // Long pieces with few merges left (CJK clauses after the per-character
     // shortcut) are cheaper to rescan than to keep a heap for.
     static constexpr std::size_t kLinearMergeMax = 64;
-    void mergeLinear(std::vector<std::uint32_t>& symbols) const;
-    void mergeHeap(std::vector<std::uint32_t>& symbols) const;
+    void mergeLinear(Symbols& symbols) const;
+    void mergeHeap(Symbols& symbols) const;
+    // Linear merge for monotone ranks (bpe_rank_sweep.cpp); positions must
+    // fit in 31 bits.
+    void mergeRankSweep(Symbols& symbols) const;
+    bool computeRanksAreMonotone() const;
 
     std::uint64_t model_id_;  // keys the per-thread pair memo
+    bool monotone_ = false;
     std::uint32_t byte_ids_[256];
     std::vector<std::uint64_t> table_;
     // Bloom filter over the merge pairs (two bits per pair from mix(key)):

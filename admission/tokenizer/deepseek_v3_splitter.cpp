@@ -83,6 +83,8 @@ inline Char charAt(const unsigned char* p) {
     return {f, len};
 }
 
+using SplitState = DeepSeekV3Splitter::State;
+
 class RegionSplitter {
 public:
     RegionSplitter(const unsigned char* base, std::uint32_t end) : s_(base), end_(end) {}
@@ -146,10 +148,15 @@ public:
         return j;
     }
 
-    void split(std::uint32_t begin, std::vector<std::uint32_t>& piece_ends) const {
+    // Appends the pieces from `begin` (a piece start) to the region's end and
+    // returns the end, or stops at a piece start once piece_ends holds
+    // `limit` entries and returns that start: splitting again from there
+    // gives the same pieces (matchAt looks at nothing before its start).
+    std::uint32_t split(std::uint32_t begin, std::vector<std::uint32_t>& piece_ends, std::size_t limit) const {
         std::uint32_t i = begin;
         std::uint32_t gap_start = begin;
         while (i < end_) {
+            if (gap_start == i && piece_ends.size() >= limit) return i;
             const std::uint32_t m = matchAt(i);
             if (m != 0) {
                 if (gap_start < i) piece_ends.push_back(i);
@@ -161,6 +168,7 @@ public:
             }
         }
         if (gap_start < end_) piece_ends.push_back(end_);
+        return end_;
     }
 
 private:
@@ -405,18 +413,21 @@ bool ideographsAreOnlyLetters() {
     return only_letters;
 }
 
+// Splits from state.pos until the text ends or piece_ends holds `limit`
+// entries (then a few more may follow: a window's pieces, a match and the
+// gap before it), leaving in `state` where to go on.
 template <bool kAsciiFastPath>
-void split(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
+void split(std::string_view text, SplitState& state, std::vector<std::uint32_t>& piece_ends, std::size_t limit) {
     const auto* s = reinterpret_cast<const unsigned char*>(text.data());
     const auto n = static_cast<std::uint32_t>(text.size());
     const bool ideograph_shortcut = ideographsAreOnlyLetters();
-    // Where windowPieces may be tried next: after it vouched for nothing, not
-    // before the byte it could not classify; and not before a non-ASCII byte
-    // in the next sixteen (ASCII between CJK or Cyrillic words), where it
-    // would vouch for little.
-    std::uint32_t window_from = kAscii.window_classes_agree ? 0 : n;
-    std::uint32_t pos = 0;
-    while (pos < n) {
+    std::uint32_t window_from = state.window_from;
+    std::uint32_t pos = state.pos;
+    while (pos < n && piece_ends.size() < limit) {
+        if (pos < state.region_end) {  // a region the last call stopped inside
+            pos = RegionSplitter(s, state.region_end).split(pos, piece_ends, limit);
+            continue;
+        }
         if (kAsciiFastPath && s[pos] < 0x80) {
 #if defined(__SSE2__)
             if (pos >= window_from && n - pos > 64) {
@@ -471,17 +482,37 @@ void split(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
             if ((d.flags & kN) || (d.flags & kCjk) != cjk) break;
             end += d.len;
         }
-        RegionSplitter(s, end).split(pos, piece_ends);
-        pos = end;
+        state.region_end = end;
+        pos = RegionSplitter(s, end).split(pos, piece_ends, limit);
     }
+    state.pos = pos;
+    state.window_from = window_from;
 }
 
 }  // namespace
 
-void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) { split<true>(text, piece_ends); }
+DeepSeekV3Splitter::DeepSeekV3Splitter(std::string_view text) : text_(text) {
+    // Where windowPieces may be tried next: after it vouched for nothing, not
+    // before the byte it could not classify; and not before a non-ASCII byte
+    // in the next sixteen (ASCII between CJK or Cyrillic words), where it
+    // would vouch for little.
+    state_.window_from = kAscii.window_classes_agree ? 0 : static_cast<std::uint32_t>(text.size());
+}
+
+bool DeepSeekV3Splitter::next(std::vector<std::uint32_t>& piece_ends, std::size_t batch) {
+    const std::size_t before = piece_ends.size();
+    split<true>(text_, state_, piece_ends, before + batch);
+    return piece_ends.size() > before;
+}
+
+void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
+    DeepSeekV3Splitter(text).next(piece_ends, static_cast<std::size_t>(-1) - piece_ends.size());
+}
 
 void splitDeepSeekV3ByRegions(std::string_view text, std::vector<std::uint32_t>& piece_ends) {
-    split<false>(text, piece_ends);
+    SplitState state;
+    state.window_from = static_cast<std::uint32_t>(text.size());
+    split<false>(text, state, piece_ends, static_cast<std::size_t>(-1));
 }
 
 }  // namespace dpgate::admission

@@ -23,8 +23,32 @@ namespace dpgate::admission {
 // (after JSON unescaping). Used by load to check the file matches.
 extern const std::array<std::string_view, 3> kDeepSeekV3SplitPatterns;
 
-// Appends the end offset (bytes, relative to `text`) of every piece of `text`
-// in order. `text` must be valid UTF-8.
+// The pieces of `text` (valid UTF-8, under 4 GiB) a batch at a time, so a
+// long text needs no more memory than a short one.
+class DeepSeekV3Splitter {
+public:
+    explicit DeepSeekV3Splitter(std::string_view text);
+    // Appends the end offsets (bytes, relative to the text) of the next
+    // pieces in order, `batch` of them or a few more (up to 64); false when
+    // the text is done and nothing was appended.
+    bool next(std::vector<std::uint32_t>& piece_ends, std::size_t batch);
+
+    // Where a split left off: the next piece's start, where the 64-byte
+    // windows may be tried next, and the end of the region being split when
+    // it stopped inside one (found once: found again at every batch, a
+    // megabytes-long region would cost its length per batch).
+    struct State {
+        std::uint32_t pos = 0;
+        std::uint32_t window_from = 0;
+        std::uint32_t region_end = 0;
+    };
+
+private:
+    std::string_view text_;
+    State state_;
+};
+
+// Appends the end offset of every piece of `text` in order.
 void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends);
 
 // The same pieces without the ASCII fast path (every piece found by regions

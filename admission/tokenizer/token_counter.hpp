@@ -55,6 +55,10 @@ public:
     // else the error (invalid UTF-8).
     std::optional<std::string> encode(std::string_view text, std::vector<std::uint32_t>& ids);
 
+    // The rank sweep for long pieces (bpe_rank_sweep.cpp); off, they merge
+    // through the heap, its plain twin. On by default; tests run both.
+    void setRankSweep(bool on) { long_merge_ = on ? BpeModel::LongMerge::kAuto : BpeModel::LongMerge::kHeap; }
+
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const SegmentCache& segmentCache() const { return segments_; }
     // The caches' own accounting: never above limits().cache_bytes.
@@ -66,6 +70,7 @@ private:
     TokenCounterLimits limits_;
     WordCache words_;
     SegmentCache segments_;
+    BpeModel::LongMerge long_merge_ = BpeModel::LongMerge::kAuto;
 };
 
 // "input is not valid UTF-8 (byte offset N)"; shared by every caller that refuses text.

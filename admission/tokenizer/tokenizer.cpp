@@ -433,20 +433,23 @@ TokenizerLoad Tokenizer::fromJson(std::string_view json) { return build(simdjson
 namespace {
 // Four CJK characters: longer pieces led by a CJK lead byte bypass the word cache.
 constexpr std::size_t kCjkCachedBytesMax = 12;
+// Pieces split at a time: ~20 KB of prose, their ends in L1, however long the text.
+constexpr std::size_t kPiecesPerBatch = 4096;
 }  // namespace
 
+void Tokenizer::releaseScratch() { BpeModel::releaseScratch(); }
+
+std::size_t Tokenizer::scratchBytes() { return BpeModel::scratchBytes(); }
+
 template <typename OnPiece>
-void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const {
-    thread_local std::vector<std::uint32_t> piece_ends;
-    thread_local std::vector<std::uint32_t> scratch;
-    piece_ends.clear();
-    splitDeepSeekV3(text, piece_ends);
-    const std::uint32_t* ends = piece_ends.data();
-    const std::size_t count = piece_ends.size();
-    auto pieceAt = [&](std::size_t k) {
-        const std::uint32_t start = k == 0 ? 0 : ends[k - 1];
-        return text.substr(start, ends[k] - start);
-    };
+void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
+                             OnPiece&& on_piece) const {
+    // The start of a batch's first piece, then the end of each of its pieces.
+    // Bounded (next() appends at most 64 beyond the batch), so never grown.
+    thread_local std::vector<std::uint32_t> bounds;
+    if (bounds.capacity() == 0) bounds.reserve(kPiecesPerBatch + 128);
+    bounds.assign(1, 0);
+    DeepSeekV3Splitter splitter(text);
     // A CJK clause longer than a few characters is one piece that almost
     // never repeats: looking it up and storing it costs more than its BPE
     // (which the per-character shortcut keeps short), so it skips the cache.
@@ -454,52 +457,59 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, OnPiece&& 
         return piece.size() <= WordCache::kMaxPieceBytes &&
                !(piece.size() > kCjkCachedBytesMax && static_cast<unsigned char>(piece[0]) - 0xe3u <= 0xe9u - 0xe3u);
     };
-    // Hashes computed kAhead pieces early, with the slot prefetched: on text
-    // seen for the first time the lookups are cache misses, and waiting for
-    // each in turn was most of the word cache's cost (perf, issue 18).
-    constexpr std::size_t kAhead = 8;
-    WordCache::Key keys[16];
-    static_assert(std::size(keys) > kAhead);
-    auto prepare = [&](std::size_t k) {
-        const std::string_view piece = pieceAt(k);
-        if (!cached(piece)) return;
-        const std::size_t readable = text.size() - static_cast<std::size_t>(piece.data() - text.data());
-        keys[k & 15] = WordCache::keyOf(piece, readable);
-        cache->prefetch(keys[k & 15]);
-    };
-    if (cache != nullptr) {
-        for (std::size_t k = 0; k < kAhead && k < count; ++k) prepare(k);
-    }
-    for (std::size_t k = 0; k < count; ++k) {
-        const std::string_view piece = pieceAt(k);
-        if (cache != nullptr && k + kAhead < count) prepare(k + kAhead);
-        if (cache != nullptr && cached(piece)) {
-            const WordCache::Key& key = keys[k & 15];
-            std::uint32_t n = 0;
-            if (const std::uint32_t* ids = cache->find(piece, key, n)) {
-                on_piece(ids, n);
-                continue;
-            }
-            scratch.clear();
-            model_.encodePiece(piece, scratch);
-            cache->insert(piece, key, scratch.data(), static_cast<std::uint32_t>(scratch.size()));
-        } else {
-            scratch.clear();
-            model_.encodePiece(piece, scratch);
+    while (splitter.next(bounds, kPiecesPerBatch)) {
+        const std::uint32_t* const at = bounds.data();
+        const std::size_t count = bounds.size() - 1;
+        auto pieceAt = [&](std::size_t k) { return text.substr(at[k], at[k + 1] - at[k]); };
+        // Hashes computed kAhead pieces early, with the slot prefetched: on
+        // text seen for the first time the lookups are cache misses, and
+        // waiting for each in turn was most of the word cache's cost (perf,
+        // issue 18).
+        constexpr std::size_t kAhead = 8;
+        WordCache::Key keys[16];
+        static_assert(std::size(keys) > kAhead);
+        auto prepare = [&](std::size_t k) {
+            const std::string_view piece = pieceAt(k);
+            if (!cached(piece)) return;
+            const std::size_t readable = text.size() - static_cast<std::size_t>(piece.data() - text.data());
+            keys[k & 15] = WordCache::keyOf(piece, readable);
+            cache->prefetch(keys[k & 15]);
+        };
+        if (cache != nullptr) {
+            for (std::size_t k = 0; k < kAhead && k < count; ++k) prepare(k);
         }
-        on_piece(scratch.data(), static_cast<std::uint32_t>(scratch.size()));
+        for (std::size_t k = 0; k < count; ++k) {
+            const std::string_view piece = pieceAt(k);
+            if (cache != nullptr && k + kAhead < count) prepare(k + kAhead);
+            if (cache != nullptr && cached(piece)) {
+                const WordCache::Key& key = keys[k & 15];
+                std::uint32_t n = 0;
+                if (const std::uint32_t* ids = cache->find(piece, key, n)) {
+                    on_piece(ids, n);
+                    continue;
+                }
+                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+                cache->insert(piece, key, ids.data(), static_cast<std::uint32_t>(ids.size()));
+                on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
+            } else {
+                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+                on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
+            }
+        }
+        bounds.assign(1, bounds.back());
     }
 }
 
-void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const {
-    forEachPiece(text, cache, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
+void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids,
+                               BpeModel::LongMerge long_merge) const {
+    forEachPiece(text, cache, long_merge, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
         ids.insert(ids.end(), piece_ids, piece_ids + count);
     });
 }
 
-std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache) const {
+std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge) const {
     std::uint64_t total = 0;
-    forEachPiece(text, cache, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
+    forEachPiece(text, cache, long_merge, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
     return total;
 }
 

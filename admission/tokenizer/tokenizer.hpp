@@ -39,9 +39,18 @@ public:
     static TokenizerLoad fromJson(std::string_view json);
 
     // Ordinary text (no added-token matching), valid UTF-8: pre-tokenize and
-    // BPE each piece, appending ids. `cache` may be null.
-    void encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids) const;
-    std::uint64_t countOrdinary(std::string_view text, WordCache* cache) const;
+    // BPE each piece, appending ids. `cache` may be null. `long_merge`
+    // chooses how long pieces merge (the same ids whichever).
+    void encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids,
+                        BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto) const;
+    std::uint64_t countOrdinary(std::string_view text, WordCache* cache,
+                                BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto) const;
+
+    // Frees this thread's buffers beyond what ordinary text needs (see
+    // BpeModel::releaseScratch); TokenCounter calls it after each text.
+    static void releaseScratch();
+    // Bytes this thread's buffers hold now.
+    static std::size_t scratchBytes();
 
     const AddedTokens& addedTokens() const { return added_; }
     const BpeModel& model() const { return model_; }
@@ -52,7 +61,8 @@ public:
 
 private:
     template <typename OnPiece>
-    void forEachPiece(std::string_view text, WordCache* cache, OnPiece&& on_piece) const;
+    void forEachPiece(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
+                      OnPiece&& on_piece) const;
 
     BpeModel model_;
     AddedTokens added_;

@@ -2,8 +2,11 @@
 // invalid UTF-8 is refused by both count and encode; valid input counts to
 // exactly the number of ids encode returns, with or without caches; the
 // splitter's fast paths (ASCII pieces, 64-byte windows) give the pieces of
-// its general path. (Chat
-// bodies and the template path are fuzz_admission's and fuzz_template's.)
+// its general path, and batches of any size the pieces of one split; the
+// BPE rank sweep gives the heap merge's ids, on every piece and on the
+// input as one piece (up to kPlainBytesMax). The corpus holds long runs (of one character,
+// periodic, inside text) for the sweep. (Chat bodies and the template path
+// are fuzz_admission's and fuzz_template's.)
 //   fuzz_tokenizer tests/fuzz/tokenizer/corpus
 #include <cstdint>
 #include <cstdio>
@@ -30,11 +33,21 @@ std::shared_ptr<const Tokenizer> loadOnce() {
     return loaded.tokenizer;
 }
 
+// The heap merge, instrumented for coverage, takes seconds for a long run:
+// it is compared on inputs (or the part of them) up to this size, and the
+// unit tests compare it on megabytes.
+constexpr std::size_t kPlainBytesMax = 32 << 10;
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const auto tokenizer = loadOnce();
     static TokenCounter warm(tokenizer);
+    static TokenCounter plain = [] {
+        TokenCounter counter(tokenizer);
+        counter.setRankSweep(false);
+        return counter;
+    }();
     const std::string_view text(reinterpret_cast<const char*>(data), size);
 
     TokenCounter cold(
@@ -54,7 +67,26 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
         splitDeepSeekV3(text, fast);
         splitDeepSeekV3ByRegions(text, regions);
         if (fast != regions) std::abort();
+        for (const std::size_t batch : {1, 7}) {
+            std::vector<std::uint32_t> batched;
+            DeepSeekV3Splitter splitter(text);
+            while (splitter.next(batched, batch)) {
+            }
+            if (batched != fast) std::abort();
+        }
+        if (text.size() <= kPlainBytesMax) {
+            std::vector<std::uint32_t> heap_ids;
+            if (plain.encode(text, heap_ids).has_value() || heap_ids != ids) std::abort();
+        }
     }
+    // BPE takes any bytes: the input as one piece, swept and by the heap.
+    using LongMerge = BpeModel::LongMerge;
+    const std::string_view piece = text.substr(0, kPlainBytesMax);
+    std::vector<std::uint32_t> swept;
+    std::vector<std::uint32_t> heap;
+    tokenizer->model().encodePiece(piece, swept, LongMerge::kRankSweep);
+    tokenizer->model().encodePiece(piece, heap, LongMerge::kHeap);
+    if (swept != heap) std::abort();
 
     return 0;
 }

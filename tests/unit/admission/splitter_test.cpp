@@ -141,5 +141,35 @@ TEST(DeepSeekV3Splitter, LetterRunsOfEveryLengthEndWhereTheGeneralPathEnds) {
               (Pieces{"\\fBidentifier", "_with", "_a", "_very", "_long", "_name", "\\fR"}));
 }
 
+// A batch at a time, the splitter must give the pieces of one whole split,
+// whatever the batch: it stops inside regions (non-ASCII text is one region
+// up to the next number or CJK character) and inside 64-byte windows.
+TEST(DeepSeekV3Splitter, BatchesGiveThePiecesOfOneSplit) {
+    const std::vector<std::string_view> atoms = {"word", " ",    "  ",     "\n",   "\n\n  ", "42",   "1234567", ".",
+                                                 ",",    "->",   "Привет", " мир", "é",      "你好", "の",      "😀",
+                                                 "\t",   "\x01", "\u00a0", "«",    " (",     "\r\n", "abc"};
+    std::mt19937 rng(44);
+    std::uniform_int_distribution<std::size_t> pick(0, atoms.size() - 1);
+    std::uniform_int_distribution<int> length(1, 400);
+    std::vector<std::uint32_t> whole;
+    std::vector<std::uint32_t> batched;
+    for (int round = 0; round < 3000; ++round) {
+        std::string text;
+        for (int k = length(rng); k > 0; --k) text += atoms[pick(rng)];
+        whole.clear();
+        splitDeepSeekV3(text, whole);
+        for (const std::size_t batch : {1, 2, 3, 7, 64, 4096}) {
+            batched.clear();
+            DeepSeekV3Splitter splitter(text);
+            while (true) {
+                const std::size_t before = batched.size();
+                if (!splitter.next(batched, batch)) break;
+                ASSERT_LE(batched.size() - before, batch + 64);
+            }
+            ASSERT_EQ(batched, whole) << "batch " << batch << ", text: " << text;
+        }
+    }
+}
+
 }  // namespace
 }  // namespace dpgate::admission
