@@ -86,13 +86,25 @@ size_t UpstreamResponseParser::putHead(std::string_view bytes, error_code& ec) {
         ec = http::error::bad_line_ending;
         return 0;
     }
-    if (end == 0 ? bytes.size() > kMaxHeadBytes : end > kMaxHeadBytes) {
+    const size_t room = kMaxHeadBytes - interim_head_bytes_;
+    if (end == 0 ? bytes.size() > room : end > room) {
         refuse(http::error::header_limit, ec);
         return 0;
     }
     if (end == 0) return 0;
     parseHead(bytes.substr(0, end), ec);
-    return ec ? 0 : end;
+    if (ec) return 0;
+    if (state_ == State::head) interim_head_bytes_ += end;  // an interim head: the final one follows
+    return end;
+}
+
+void UpstreamResponseParser::forgetHead() {
+    // The fields stay until the next head replaces them (HeadFields::assign).
+    status_ = 0;
+    http11_ = true;
+    close_ = keep_alive_field_ = false;
+    has_content_length_ = chunked_ = false;
+    content_length_ = 0;
 }
 
 void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
@@ -138,7 +150,12 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
     }
 
     // RFC 9112 6.3, as Beast: no body after 1xx, 204 and 304 whatever the head says.
-    if (status_ / 100 == 1 || status_ == 204 || status_ == 304) {
+    if (status_ == 101) {
+        // A protocol switch: what follows is not HTTP, and nobody asked for it.
+        refuse(http::error::bad_status, ec);
+    } else if (status_ / 100 == 1) {
+        forgetHead();  // an interim answer: the final one comes next
+    } else if (status_ == 204 || status_ == 304) {
         state_ = State::done;
     } else if (has_content_length_) {
         if (content_length_ > body_left_) {
