@@ -93,6 +93,18 @@ GatewayMetrics::GatewayMetrics()
           "dpgate_count_mismatches_total",
           "Compared answers whose usage.prompt_tokens differed from dpgate's count: the backend's chat template or "
           "tokenizer is not dpgate's, so its window refusals are wrong. Per backend.",
-          {"backend"})) {}
+          {"backend"})),
+      backend_usage_invalid(registry.counter(
+          "dpgate_backend_usage_invalid_total",
+          "Answers whose usage dpgate ignored as implausible (a count that is not a whole number from 0, over the "
+          "window times the request's sequences, or cached_tokens over prompt_tokens): not in the token counters, "
+          "routing or count checks. The answer is relayed unchanged. Per backend.",
+          {"backend"})),
+      upstream_dropped(registry.counter(
+          "dpgate_upstream_connections_dropped_total",
+          "Keep-alive connections to a backend closed instead of reused because the backend sent more than its "
+          "answer: bytes after it (reason=bytes_after_answer), bytes while the connection sat idle "
+          "(bytes_while_idle), or a close while it sat idle (closed_while_idle). Per backend.",
+          {"backend", "reason"})) {}
 
 }  // namespace dpgate::metrics

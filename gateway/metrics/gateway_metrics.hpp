@@ -40,6 +40,8 @@ struct GatewayMetrics {
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
     CounterFamily& count_checks;            // dpgate_count_checks_total{backend}
     CounterFamily& count_mismatches;        // dpgate_count_mismatches_total{backend}
+    CounterFamily& backend_usage_invalid;   // dpgate_backend_usage_invalid_total{backend}
+    CounterFamily& upstream_dropped;        // dpgate_upstream_connections_dropped_total{backend,reason}
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

@@ -13,15 +13,28 @@ namespace {
 
 TEST(GatewayMetrics, DeclaresExactlyTheIssueFamilies) {
     GatewayMetrics m;
-    EXPECT_EQ(
-        m.registry.familyNames(),
-        (std::vector<std::string>{
-            "dpgate_requests_total", "dpgate_request_duration_seconds", "dpgate_time_to_first_byte_seconds",
-            "dpgate_admission_rejections_total", "dpgate_admission_seconds", "dpgate_prompt_tokens_total",
-            "dpgate_cached_prompt_tokens_total", "dpgate_completion_tokens_total", "dpgate_inflight_requests",
-            "dpgate_backend_up", "dpgate_upstream_retries_total", "dpgate_internal_errors_total", "dpgate_flips_total",
-            "dpgate_forced_flips_total", "dpgate_unaccepted_failover", "dpgate_public_window_tokens",
-            "dpgate_stream_aborts_total", "dpgate_count_checks_total", "dpgate_count_mismatches_total"}));
+    const std::vector<std::string> families = {"dpgate_requests_total",
+                                               "dpgate_request_duration_seconds",
+                                               "dpgate_time_to_first_byte_seconds",
+                                               "dpgate_admission_rejections_total",
+                                               "dpgate_admission_seconds",
+                                               "dpgate_prompt_tokens_total",
+                                               "dpgate_cached_prompt_tokens_total",
+                                               "dpgate_completion_tokens_total",
+                                               "dpgate_inflight_requests",
+                                               "dpgate_backend_up",
+                                               "dpgate_upstream_retries_total",
+                                               "dpgate_internal_errors_total",
+                                               "dpgate_flips_total",
+                                               "dpgate_forced_flips_total",
+                                               "dpgate_unaccepted_failover",
+                                               "dpgate_public_window_tokens",
+                                               "dpgate_stream_aborts_total",
+                                               "dpgate_count_checks_total",
+                                               "dpgate_count_mismatches_total",
+                                               "dpgate_backend_usage_invalid_total",
+                                               "dpgate_upstream_connections_dropped_total"};
+    EXPECT_EQ(m.registry.familyNames(), families);
 }
 
 TEST(GatewayMetrics, PerRankTokensLandOnTheirSeries) {
