@@ -79,13 +79,29 @@ void UpstreamResponseParser::put_eof(error_code& ec) {
     state_ = State::done;
 }
 
+// The bytes offered again start where they did before: a search for the
+// end of a head or trailer goes on where it stopped, 3 bytes back for a
+// blank line cut in two. From the start each time, a head that comes a few
+// bytes a read would cost its length squared.
+size_t UpstreamResponseParser::resumeAt(std::string_view bytes) const {
+    size_t from = std::min(scanned_, bytes.size());
+    from = from > 3 ? from - 3 : 0;
+    // An LF there had its CR before it (findHeadEnd judged it): start at the
+    // CR, or the LF would be judged bare.
+    if (from > 0 && bytes[from] == '\n') --from;
+    return from;
+}
+
 size_t UpstreamResponseParser::putHead(std::string_view bytes, error_code& ec) {
+    const size_t from = resumeAt(bytes);
     bool bare_lf = false;
-    const size_t end = findHeadEnd(bytes, bare_lf);
+    const size_t found = findHeadEnd(bytes.substr(from), bare_lf);
     if (bare_lf) {
         ec = http::error::bad_line_ending;
         return 0;
     }
+    const size_t end = found == 0 ? 0 : from + found;
+    scanned_ = end == 0 ? bytes.size() : 0;
     const size_t room = kMaxHeadBytes - interim_head_bytes_;
     if (end == 0 ? bytes.size() > room : end > room) {
         refuse(http::error::header_limit, ec);
@@ -282,11 +298,13 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
         return 2;
     }
     const std::string_view window = bytes.substr(0, kMaxHeadBytes);
-    const size_t end = window.find("\r\n\r\n");
+    const size_t end = window.find("\r\n\r\n", resumeAt(window));
     if (end == std::string_view::npos) {
+        scanned_ = window.size();
         if (window.size() == kMaxHeadBytes) refuse(http::error::header_limit, ec);
         return 0;
     }
+    scanned_ = 0;
     const char* p = bytes.data();
     const char* const last = p + end + 2;  // the blank line
     while (p != last) {

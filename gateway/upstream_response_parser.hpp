@@ -86,6 +86,7 @@ public:
 private:
     enum class State { head, body, body_to_eof, chunk_size, chunk_data, chunk_end, trailer, done };
 
+    size_t resumeAt(std::string_view bytes) const;
     size_t putHead(std::string_view bytes, error_code& ec);
     void parseHead(std::string_view head, error_code& ec);
     // After an interim head: what the next head decides starts afresh.
@@ -111,6 +112,7 @@ private:
     uint64_t remaining_ = 0;  // of the Content-Length body or the current chunk
     uint64_t body_left_ = UINT64_MAX;
     size_t interim_head_bytes_ = 0;  // of the 1xx heads passed over, charged to kMaxHeadBytes
+    size_t scanned_ = 0;             // of the head or trailer offered so far, searched for its end
     HeadFields fields_;
     Window window_;
 };
