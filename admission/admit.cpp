@@ -326,6 +326,9 @@ Verdict Admitter::judge(std::string_view body, std::size_t capacity_bytes, Endpo
     admitted.prompt_tokens = prompt_tokens;
     const std::size_t sequences = chat ? 1 : request_.prompt_texts.size() + request_.prompt_id_counts.size();
     if (admitted.counted && images == 0 && sequences == 1) admitted.expected_usage_prompt_tokens = prompt_tokens;
+    if (__builtin_mul_overflow(std::max<std::uint64_t>(sequences, 1), std::max<std::uint64_t>(request_.n, 1),
+                               &admitted.sequences))
+        admitted.sequences = UINT64_MAX;
     admitted.stream = request_.stream;
     admitted.include_usage = request_.include_usage;
     admitted.has_stream_options = request_.has_stream_options;

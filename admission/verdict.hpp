@@ -19,6 +19,10 @@ struct Admitted {
     // reserved), and one sequence (vLLM's usage sums a completions request's
     // prompts, while prompt_tokens is the longest one's). Unset otherwise.
     std::optional<std::uint64_t> expected_usage_prompt_tokens;
+    // The sequences the backend generates: the prompts times n. Its usage
+    // sums over them, so no plausible count exceeds the window this many
+    // times (gateway/stream_usage.hpp, UsageCheck).
+    std::uint64_t sequences = 1;
     std::uint32_t images = 0;
     std::uint64_t output_budget = 0;  // per sequence: what the window check counts, as vLLM's does
     std::uint32_t n = 1;              // completions asked for (`n`, at most limits.max_n)

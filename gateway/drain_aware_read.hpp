@@ -252,6 +252,27 @@ inline void skipNextReadTry(tcp::socket& socket) {
             false;
 }
 
+// The reverse: the next read tries recv() at once, as Asio's reads do
+// after anything but the end of the stream. Always sound (at worst one
+// recv() finds nothing); for a read that must not miss an end of stream
+// that came with the bytes of a drain-aware read before it.
+inline void tryNextReadAtOnce(tcp::socket& socket) {
+    auto& impl = drain_aware_detail::SocketImpl::of(socket).get_implementation();
+    if (impl.reactor_data_ != nullptr)
+        (impl.reactor_data_->*drain_aware_detail::trySpeculative())[boost::asio::detail::epoll_reactor::read_op] = true;
+}
+
+// False when the reactor has handled no readiness of the socket (bytes,
+// an end of stream, an error) since a drain-aware read drained it, or
+// skipNextReadTry: then nothing has come that epoll told of. True when
+// something may have (or the socket is not registered): only recv() can
+// tell. Read on the socket's io_context thread (see skipNextReadTry).
+inline bool mayHaveArrived(tcp::socket& socket) {
+    auto& impl = drain_aware_detail::SocketImpl::of(socket).get_implementation();
+    return impl.reactor_data_ == nullptr ||
+           (impl.reactor_data_->*drain_aware_detail::trySpeculative())[boost::asio::detail::epoll_reactor::read_op];
+}
+
 // Re-arms the socket's epoll registration (EPOLL_CTL_MOD with the events it
 // has), as Asio does for a read started without a try: the kernel then
 // reports what is ready now. An end of stream that came with the bytes a

@@ -6,6 +6,7 @@
 #include "gateway/head_writer.hpp"
 #include "gateway/in_flight.hpp"
 #include "gateway/log.hpp"
+#include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/parse_buffered.hpp"
 #include "gateway/response_framing.hpp"
 #include "gateway/server.hpp"
@@ -128,7 +129,10 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
     buildUpstreamRequest(slot.backend(), slot.rank());
     UpstreamPool& pool = c_.worker.pool(slot.backend());
     error_code error;
-    connection_ = pool.takeIdle();
+    UpstreamPool::Drops drops;
+    connection_ = pool.takeIdle(&drops);
+    if (drops.bytes_waiting != 0) countDropped(slot.backend(), "bytes_while_idle", drops.bytes_waiting);
+    if (drops.closed != 0) countDropped(slot.backend(), "closed_while_idle", drops.closed);
     if (!connection_) {
         auto [cec, fresh] = co_await pool.connect();
         error = cec;
@@ -145,7 +149,13 @@ awaitable<UpstreamAnswer> Relay::send(const SlotLease& slot) {
         Parser& parser = connection.answer.emplace();
         Attempt outcome = Attempt::ok;
         error_code rec;
-        connection.stream.readDrainAwareChecked(false);  // the head: as Asio reads (drain_aware_read.hpp)
+        // The head is read drain-aware, with the end checked (timed_socket.hpp):
+        // when the answer ends with a short read, the reactor then knows the
+        // socket was drained there, and the pool tells without a system call
+        // whether the backend sent anything after it (upstream_pool.cpp). A
+        // backend that closes right after part of a head is seen at the next
+        // recheck, within a second, instead of at once.
+        connection.stream.readDrainAwareChecked(true);
         if (WriteNow now(&connection.stream.socket(), upstream_buffers_); !now.done()) {
             connection.stream.expires_after(ms(limits.stream_idle_timeout_ms));
             rec = co_await writeRest(connection.stream, now);
@@ -215,6 +225,9 @@ awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parse
     // come a short read each, and the read after each would first fail a
     // recv() (drain_aware_read.hpp).
     connection.stream.readDrainAwareChecked(!parser.need_eof());
+    // A body that runs to the close ends at the end of the stream, which may
+    // have come with the bytes of the drain-aware head read: try at once.
+    if (parser.need_eof()) tryNextReadAtOnce(connection.stream.socket());
     constexpr size_t kReadBytes = 64 * 1024;
     auto [read_ec, n] = co_await connection.stream.async_read_some(connection.buffer.prepare(kReadBytes), use_nothrow);
     if (read_ec == net::error::eof) {
@@ -228,11 +241,27 @@ awaitable<error_code> Relay::readBodyPiece(UpstreamConnection& connection, Parse
 }
 
 void Relay::releaseConnection(size_t backend, bool whole) {
-    if (!connection_ || !whole || !connection_->answer->keep_alive() || connection_->buffer.size() != 0) return;
+    if (!connection_ || !whole || !connection_->answer->keep_alive()) return;
+    if (connection_->buffer.size() != 0) {
+        // More than the answer came: whatever it is, it answers no request
+        // this connection would carry next.
+        countDropped(backend, "bytes_after_answer", 1);
+        return;
+    }
     if (watch_ && watch_->client_gone) return;
     if (watch_) watch_->upstream = nullptr;
     connection_->answer.reset();
     c_.worker.pool(backend).release(std::move(connection_));
+}
+
+void Relay::countDropped(size_t backend, const char* reason, uint32_t n) const {
+    if (c_.metrics) c_.metrics->upstream_dropped.with({c_.server.backends().config(backend).name, reason}).inc(n);
+}
+
+uint64_t Relay::maxUsageTokens() const {
+    uint64_t most = 0;
+    if (__builtin_mul_overflow(c_.config.model.window_tokens, admitted_.sequences, &most)) return UINT64_MAX;
+    return most;
 }
 
 awaitable<bool> Relay::relayErrorAnswer(SlotLease& slot) {
@@ -297,7 +326,7 @@ void Relay::startFraming(ResponseFraming& framing, const Parser& parser, const s
 }
 
 awaitable<void> Relay::answerBrokeOff(error_code error, const std::string& backend_name, ResponseFraming& framing,
-                                      bool sse_chunked, SseUsageParser* held_events) {
+                                      bool sse_chunked, SseUsageParser* events) {
     const conf::LimitsConfig& limits = c_.config.limits;
     const bool header_sent = framing.headSent();
     if (header_sent) c_.record.stream_abort = "upstream";
@@ -315,11 +344,13 @@ awaitable<void> Relay::answerBrokeOff(error_code error, const std::string& backe
     }
     c_.record.rejection = "stream_interrupted";
     if (sse_chunked) {
-        // The client must see a failure, not a stream that merely ends:
-        // first what is held of an unfinished event, then the error.
+        // The client must see a failure, not a stream that merely ends.
+        // Every whole event went out before this (relayAnswer); one the
+        // stream broke inside is dropped, as a client drops an event its
+        // stream ends inside, unless the client has its start already:
+        // then it is ended first, so that the error is an event of its own.
         std::string event;
-        if (held_events) held_events->finish(&event);
-        if (!event.empty() && !event.ends_with("\n\n")) event.append("\n\n");
+        if (events && events->brokeOff()) event = "\n\n";
         event.append(sseErrorEvent("the upstream stream from backend '" + backend_name +
                                    "' broke before it completed: " + why + "."));
         ClientStream& client = c_.session.stream();
@@ -358,7 +389,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
     // is cut out of a re-chunked stream (a Content-Length stream cannot
     // change length, so it is only observed).
-    SseUsageParser stream_usage;
+    SseUsageParser stream_usage(SseUsageParser::kDefaultMaxEventBytes, maxUsageTokens());
     const bool filter_usage = event_stream && stream_usage_added_ && chunked;
     std::string filtered;
     std::string answer_copy;
@@ -391,6 +422,7 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         firstByteSent();
     }
 
+    error_code broke;  // the upstream failed after the bytes of this piece
     while (!parser.is_done()) {
         parser.body().data = chunk.data.get();
         parser.body().size = chunk_bytes;
@@ -405,9 +437,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
                 c_.record.stream_abort = "client";
                 co_return false;
             }
-            co_await answerBrokeOff(rec, backend_name, framing, event_stream && chunked,
-                                    filter_usage ? &stream_usage : nullptr);
-            co_return false;
+            // The body bytes that came before the failure (the events before
+            // a bad chunk header in the same read) go to a client that has
+            // the head already; then the failure. One that has nothing yet
+            // gets a clean error instead of a cut answer.
+            broke = rec;
+            if (got == 0 || !framing.headSent()) break;
         }
         if (got == 0) continue;
         slot.prefillDone();
@@ -418,7 +453,10 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
             if (parser.is_done()) stream_usage.finish(&filtered);
             piece = filtered;
             // An unfinished event is held back; the last write below ends the body.
-            if (piece.empty()) continue;
+            if (piece.empty()) {
+                if (broke) break;
+                continue;
+            }
         } else if (event_stream) {
             stream_usage.observe(piece);
         } else if (c_.record.bytes_out == 0 && parser.is_done()) {
@@ -446,6 +484,12 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
         }
         c_.record.bytes_out += piece.size();
         firstByteSent();
+        if (broke) break;
+    }
+    if (broke) {
+        co_await answerBrokeOff(broke, backend_name, framing, event_stream && chunked,
+                                event_stream ? &stream_usage : nullptr);
+        co_return false;
     }
 
     error_code fec;
@@ -464,13 +508,21 @@ awaitable<bool> Relay::relayAnswer(SlotLease& slot) {
     }
 
     firstByteSent();
+    bool implausible = false;
     if (event_stream) {
         if (!filter_usage) stream_usage.finish();
         c_.record.usage = stream_usage.usage();
+        implausible = stream_usage.implausibleUsage();
     } else {
-        c_.record.usage = copy_cut
-                              ? parseUsageJsonEnd(answer_copy)
-                              : parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer);
+        const UsageCheck check{.max_tokens = maxUsageTokens(), .implausible = &implausible};
+        c_.record.usage =
+            copy_cut ? parseUsageJsonEnd(answer_copy, check)
+                     : parseUsageJson(whole_answer.empty() ? std::string_view(answer_copy) : whole_answer, check);
+    }
+    if (implausible) {
+        // Ignored: without a usage in the record nothing is counted from it.
+        c_.record.usage.reset();
+        if (c_.metrics) c_.metrics->backend_usage_invalid.with({backend_name}).inc();
     }
     releaseConnection(backend, true);
     co_return (!fec && c_.keep_alive);

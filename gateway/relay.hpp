@@ -68,15 +68,22 @@ private:
     // The client's answer head for `parser`'s answer from backend_name/rank.
     void startFraming(ResponseFraming& framing, const Parser& parser, const std::string& backend_name,
                       uint32_t rank) const;
-    // The upstream broke off an answer with `error`: a client that got
-    // nothing yet gets a gateway error, a chunked event stream ends in an
-    // error event after what `held_events` (if any) held back, and the
-    // connection closes. A coroutine of its own, so that relayAnswer's
-    // frame stays small.
+    // The upstream broke off an answer with `error`, after every whole
+    // piece before it went out: a client that got nothing yet gets a gateway
+    // error, a chunked event stream ends in an error event (the unfinished
+    // event `events` holds, if any, dropped), and the connection closes. A
+    // coroutine of its own, so that relayAnswer's frame stays small.
     awaitable<void> answerBrokeOff(error_code error, const std::string& backend_name, ResponseFraming& framing,
-                                   bool sse_chunked, SseUsageParser* held_events);
-    // Gives the connection back to the pool when it can serve another request.
+                                   bool sse_chunked, SseUsageParser* events);
+    // Gives the connection back to the pool when it can serve another
+    // request, and holds nothing past the answer.
     void releaseConnection(size_t backend, bool whole);
+    // Counts `n` connections to `backend` closed for `reason` (dpgate_upstream_connections_dropped_total).
+    void countDropped(size_t backend, const char* reason, uint32_t n) const;
+    // The most any count of this request's usage can plausibly be: the
+    // configured window (the public window never exceeds it, and may have
+    // moved since admission) times the request's sequences.
+    uint64_t maxUsageTokens() const;
     static awaitable<void> watch(std::shared_ptr<ClientSession> session, std::shared_ptr<ClientWatch> watch);
 
     RequestContext& c_;

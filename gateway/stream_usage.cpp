@@ -91,8 +91,8 @@ bool onlyNullUsage(std::string_view event) {
 // pre-check for a usage key: a vLLM answer always carries one, so the
 // memmem that looked for it never spared a parse (issue 18, ninth round).
 struct UsageFacts {
-    std::optional<Usage> usage;
-    bool empty_choices = false;  // "choices": []
+    std::optional<UsageCounts> usage;  // none when absent or malformed
+    bool empty_choices = false;        // "choices": []
 };
 
 // The usage object's members nest a few levels at most; deeper is refused
@@ -148,42 +148,56 @@ bool wellFormed(od::value value, int depth) {
     return false;
 }
 
-// A token count: a non-negative integer that fits in 64 bits. Any other
-// well-formed value leaves it unset; false when the value is malformed.
-bool tokenCount(od::value value, std::optional<uint64_t>& out) {
+// A token count: a non-negative integer that fits in 64 bits, or null
+// (unset). Any other well-formed value leaves it unset and marks the counts
+// `field` a non-count; false when the value is malformed.
+bool tokenCount(od::value value, std::optional<uint64_t>& out, UsageCounts& counts, uint8_t field) {
     out.reset();
+    counts.non_counts &= uint8_t(~field);
     od::json_type type;
     if (value.type().get(type)) return false;
-    if (type != od::json_type::number) return wellFormed(value, 2);
+    if (type == od::json_type::null) return wellFormed(value, 2);
+    if (type != od::json_type::number) {
+        counts.non_counts |= field;
+        return wellFormed(value, 2);
+    }
     od::number number;
     if (value.get_number().get(number)) {
         double as_double;
-        return !value.get_double().get(as_double);  // beyond 64 bits: valid JSON, not a count
+        counts.non_counts |= field;  // beyond 64 bits: valid JSON, not a count
+        return !value.get_double().get(as_double);
     }
     if (number.is_uint64()) {
         out = number.get_uint64();
     } else if (number.is_int64() && number.get_int64() >= 0) {
         out = uint64_t(number.get_int64());  // -0 is an integer zero
+    } else {
+        counts.non_counts |= field;  // negative, or a fraction
     }
     return true;
 }
 
-// The usage object; nullopt when it holds no count or is malformed.
-std::optional<Usage> readUsage(od::value value) {
+// The usage object's counts; nullopt when it is malformed. A repeated key
+// counts its last value.
+std::optional<UsageCounts> readUsage(od::value value) {
     od::object object;
     if (value.get_object().get(object)) return std::nullopt;
-    std::optional<uint64_t> prompt, completion, cached;
+    UsageCounts counts;
+    std::optional<uint64_t>& cached = counts.cached;
     for (auto field : object) {
         std::string_view key;
         od::value member;
         if (field.unescaped_key().get(key) || field.value().get(member)) return std::nullopt;
         bool ok = true;
         if (key == "prompt_tokens") {
-            ok = tokenCount(member, prompt);
+            ok = tokenCount(member, counts.prompt, counts, UsageCounts::kPrompt);
         } else if (key == "completion_tokens") {
-            ok = tokenCount(member, completion);
+            ok = tokenCount(member, counts.completion, counts, UsageCounts::kCompletion);
+        } else if (key == "total_tokens") {
+            ok = tokenCount(member, counts.total, counts, UsageCounts::kTotal);
         } else if (key == "prompt_tokens_details") {
             cached.reset();  // the last one counts, whatever it is
+            counts.non_counts &= uint8_t(~UsageCounts::kCached);
             od::object details;
             od::json_type type;
             if (member.type().get(type)) return std::nullopt;
@@ -196,7 +210,8 @@ std::optional<Usage> readUsage(od::value value) {
                     std::string_view inner_key;
                     od::value inner_value;
                     if (inner.unescaped_key().get(inner_key) || inner.value().get(inner_value)) return std::nullopt;
-                    ok = inner_key == "cached_tokens" ? tokenCount(inner_value, cached) : wellFormed(inner_value, 2);
+                    ok = inner_key == "cached_tokens" ? tokenCount(inner_value, cached, counts, UsageCounts::kCached)
+                                                      : wellFormed(inner_value, 2);
                     if (!ok) break;
                 }
             }
@@ -205,10 +220,7 @@ std::optional<Usage> readUsage(od::value value) {
         }
         if (!ok) return std::nullopt;
     }
-    if (!prompt && !completion) return std::nullopt;
-    return Usage{.prompt_tokens = prompt.value_or(0),
-                 .completion_tokens = completion.value_or(0),
-                 .cached_prompt_tokens = cached.value_or(0)};
+    return counts;
 }
 
 // Whether the document's text ends where its value did: anything after it
@@ -245,10 +257,10 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
 }
 
 // The usage member's value alone, read as a document of its own.
-std::optional<Usage> readUsageDocument(od::document& doc) {
+std::optional<UsageCounts> readUsageDocument(od::document& doc) {
     od::value root;
     if (doc.get_value().get(root)) return std::nullopt;
-    std::optional<Usage> usage = readUsage(root);
+    std::optional<UsageCounts> usage = readUsage(root);
     if (!endsThere(doc)) return std::nullopt;
     return usage;
 }
@@ -444,17 +456,11 @@ public:
     explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
     // False when unsure; otherwise `out` is what readUsage would give.
-    bool read(std::optional<Usage>& out) {
+    bool read(UsageCounts& out) {
         if (!object(false)) return false;
         space();
         if (p_ != end_) return false;
-        if (!prompt_ && !completion_) {
-            out.reset();
-        } else {
-            out = Usage{.prompt_tokens = prompt_.value_or(0),
-                        .completion_tokens = completion_.value_or(0),
-                        .cached_prompt_tokens = cached_.value_or(0)};
-        }
+        out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
         return true;
     }
 
@@ -558,6 +564,8 @@ private:
                 prompt_ = value;
             } else if (name == Key::completion) {
                 completion_ = value;
+            } else if (name == Key::total) {
+                total_ = value;
             }
         } while (take(','));
         return take('}');
@@ -565,37 +573,56 @@ private:
 
     const char* p_;
     const char* const end_;
-    std::optional<uint64_t> prompt_, completion_, cached_;
+    std::optional<uint64_t> prompt_, completion_, cached_, total_;
 };
 
 // The usage member's value: the plain reader first, simdjson for any other spelling.
-std::optional<Usage> readUsageMember(std::string_view value) noexcept {
-    if (std::optional<Usage> usage; PlainUsage(value).read(usage)) return usage;
+std::optional<UsageCounts> readUsageMember(std::string_view value) noexcept {
+    if (UsageCounts counts; PlainUsage(value).read(counts)) return counts;
     return threadReader().read(value, readUsageDocument);
+}
+
+std::optional<Usage> judged(const std::optional<UsageCounts>& counts, const UsageCheck& check) {
+    return counts ? usageOf(*counts, check) : std::nullopt;
 }
 
 }  // namespace
 
-std::optional<Usage> parseUsageJson(std::string_view json) noexcept {
+bool implausible(const UsageCounts& counts, uint64_t max_tokens) noexcept {
+    const uint64_t cached = counts.cached.value_or(0);
+    return counts.non_counts != 0 || counts.prompt.value_or(0) > max_tokens ||
+           counts.completion.value_or(0) > max_tokens || cached > max_tokens || counts.total.value_or(0) > max_tokens ||
+           cached > counts.prompt.value_or(0);
+}
+
+std::optional<Usage> usageOf(const UsageCounts& counts, const UsageCheck& check) noexcept {
+    if (check.implausible && implausible(counts, check.max_tokens)) *check.implausible = true;
+    if (!counts.prompt && !counts.completion) return std::nullopt;
+    return Usage{.prompt_tokens = counts.prompt.value_or(0),
+                 .completion_tokens = counts.completion.value_or(0),
+                 .cached_prompt_tokens = counts.cached.value_or(0)};
+}
+
+std::optional<Usage> parseUsageJson(std::string_view json, const UsageCheck& check) noexcept {
     const TailMember tail = TailWalk(json).lastUsage();
     if (tail.kind == TailMember::Kind::none) return std::nullopt;
-    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json);
-    return readUsageMember(tail.value);
+    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json, check);
+    return judged(readUsageMember(tail.value), check);
 }
 
-std::optional<Usage> parseUsageJsonEnd(std::string_view end) noexcept {
+std::optional<Usage> parseUsageJsonEnd(std::string_view end, const UsageCheck& check) noexcept {
     const TailMember tail = TailWalk(end).lastUsage();
-    return tail.kind == TailMember::Kind::usage ? readUsageMember(tail.value) : std::nullopt;
+    return tail.kind == TailMember::Kind::usage ? judged(readUsageMember(tail.value), check) : std::nullopt;
 }
 
-std::optional<Usage> readWholeUsage(std::string_view json) noexcept {
+std::optional<Usage> readWholeUsage(std::string_view json, const UsageCheck& check) noexcept {
     auto facts = usageFacts(json);
-    return facts ? facts->usage : std::nullopt;
+    return facts ? judged(facts->usage, check) : std::nullopt;
 }
 
 bool isUsageOnlyChunk(std::string_view json) noexcept {
     auto facts = usageFacts(json);
-    return facts && facts->empty_choices && facts->usage;
+    return facts && facts->empty_choices && facts->usage && usageOf(*facts->usage);
 }
 
 std::string sseEventData(std::string_view event) {
@@ -638,8 +665,14 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
     const std::string data = sseEventData(event);
     auto facts = usageFacts(data);
     if (!facts) return false;
-    if (facts->usage) usage_ = facts->usage;
-    if (facts->usage && facts->empty_choices) {
+    std::optional<Usage> usage;
+    if (facts->usage) {
+        bool implausible = false;
+        usage = usageOf(*facts->usage, {.max_tokens = max_tokens_, .implausible = &implausible});
+        if (usage) usage_ = usage;
+        if (usage || facts->usage->non_counts != 0) implausible_ = implausible;  // the last usage decides
+    }
+    if (usage && facts->empty_choices) {
         saw_usage_only_ = true;
         if (filtering) {
             ++dropped_events_;
@@ -651,7 +684,10 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
 
 void SseUsageParser::observe(std::string_view bytes) { feed(bytes, nullptr); }
 
-void SseUsageParser::filter(std::string_view bytes, std::string& forward) { feed(bytes, &forward); }
+void SseUsageParser::filter(std::string_view bytes, std::string& forward) {
+    filtering_ = true;
+    feed(bytes, &forward);
+}
 
 void SseUsageParser::feed(std::string_view bytes, std::string* forward) {
     const bool filtering = forward != nullptr;
@@ -731,6 +767,18 @@ void SseUsageParser::finish(std::string* forward) {
     pending_cr_ = false;
     cr_ended_event_ = false;
     overflowed_ = false;
+}
+
+bool SseUsageParser::brokeOff() {
+    // Observe mode forwards every byte as it comes; filter mode holds an
+    // event until its end, but passes one over the cap on as it comes.
+    const bool started = overflowed_ || (!filtering_ && !event_.empty());
+    event_.clear();
+    line_bytes_ = 0;
+    pending_cr_ = false;
+    cr_ended_event_ = false;
+    overflowed_ = false;
+    return started;
 }
 
 }  // namespace dpgate::gateway

@@ -43,9 +43,16 @@ public:
                  uint64_t idle_timeout_ms);
     ~UpstreamPool() { closeIdle(); }
 
-    // An idle connection that is still alive (reused set), or null. No
+    // The idle connections takeIdle() closed instead of handing out.
+    struct Drops {
+        uint32_t bytes_waiting = 0;  // the backend sent bytes nobody asked for while it sat idle
+        uint32_t closed = 0;         // the backend closed it (or it failed) while it sat idle
+    };
+
+    // An idle connection that is still alive and has nothing waiting
+    // (reused set), or null; the others it closes, counted in `drops`. No
     // coroutine: a request that finds one costs no coroutine frame here.
-    std::unique_ptr<UpstreamConnection> takeIdle();
+    std::unique_ptr<UpstreamConnection> takeIdle(Drops* drops = nullptr);
     // takeIdle(), else a new one (connect timeout from config). The error is
     // the connect error.
     awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> acquire();
@@ -53,7 +60,8 @@ public:
     // reused connection turned out to be dead).
     awaitable<std::pair<error_code, std::unique_ptr<UpstreamConnection>>> connect();
 
-    // Only for a connection whose last exchange completed and allows keep-alive.
+    // Only for a connection whose last exchange completed and allows
+    // keep-alive, and that holds nothing past its last answer.
     void release(std::unique_ptr<UpstreamConnection> connection);
 
     void closeIdle();

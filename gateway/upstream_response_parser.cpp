@@ -79,20 +79,48 @@ void UpstreamResponseParser::put_eof(error_code& ec) {
     state_ = State::done;
 }
 
+// The bytes offered again start where they did before: a search for the
+// end of a head or trailer goes on where it stopped, 3 bytes back for a
+// blank line cut in two. From the start each time, a head that comes a few
+// bytes a read would cost its length squared.
+size_t UpstreamResponseParser::resumeAt(std::string_view bytes) const {
+    size_t from = std::min(scanned_, bytes.size());
+    from = from > 3 ? from - 3 : 0;
+    // An LF there had its CR before it (findHeadEnd judged it): start at the
+    // CR, or the LF would be judged bare.
+    if (from > 0 && bytes[from] == '\n') --from;
+    return from;
+}
+
 size_t UpstreamResponseParser::putHead(std::string_view bytes, error_code& ec) {
+    const size_t from = resumeAt(bytes);
     bool bare_lf = false;
-    const size_t end = findHeadEnd(bytes, bare_lf);
+    const size_t found = findHeadEnd(bytes.substr(from), bare_lf);
     if (bare_lf) {
         ec = http::error::bad_line_ending;
         return 0;
     }
-    if (end == 0 ? bytes.size() > kMaxHeadBytes : end > kMaxHeadBytes) {
+    const size_t end = found == 0 ? 0 : from + found;
+    scanned_ = end == 0 ? bytes.size() : 0;
+    const size_t room = kMaxHeadBytes - interim_head_bytes_;
+    if (end == 0 ? bytes.size() > room : end > room) {
         refuse(http::error::header_limit, ec);
         return 0;
     }
     if (end == 0) return 0;
     parseHead(bytes.substr(0, end), ec);
-    return ec ? 0 : end;
+    if (ec) return 0;
+    if (state_ == State::head) interim_head_bytes_ += end;  // an interim head: the final one follows
+    return end;
+}
+
+void UpstreamResponseParser::forgetHead() {
+    // The fields stay until the next head replaces them (HeadFields::assign).
+    status_ = 0;
+    http11_ = true;
+    close_ = keep_alive_field_ = false;
+    has_content_length_ = chunked_ = false;
+    content_length_ = 0;
 }
 
 void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
@@ -138,7 +166,12 @@ void UpstreamResponseParser::parseHead(std::string_view wire, error_code& ec) {
     }
 
     // RFC 9112 6.3, as Beast: no body after 1xx, 204 and 304 whatever the head says.
-    if (status_ / 100 == 1 || status_ == 204 || status_ == 304) {
+    if (status_ == 101) {
+        // A protocol switch: what follows is not HTTP, and nobody asked for it.
+        refuse(http::error::bad_status, ec);
+    } else if (status_ / 100 == 1) {
+        forgetHead();  // an interim answer: the final one comes next
+    } else if (status_ == 204 || status_ == 304) {
         state_ = State::done;
     } else if (has_content_length_) {
         if (content_length_ > body_left_) {
@@ -265,11 +298,13 @@ size_t UpstreamResponseParser::putTrailer(std::string_view bytes, error_code& ec
         return 2;
     }
     const std::string_view window = bytes.substr(0, kMaxHeadBytes);
-    const size_t end = window.find("\r\n\r\n");
+    const size_t end = window.find("\r\n\r\n", resumeAt(window));
     if (end == std::string_view::npos) {
+        scanned_ = window.size();
         if (window.size() == kMaxHeadBytes) refuse(http::error::header_limit, ec);
         return 0;
     }
+    scanned_ = 0;
     const char* p = bytes.data();
     const char* const last = p + end + 2;  // the blank line
     while (p != last) {

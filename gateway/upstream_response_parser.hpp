@@ -7,11 +7,20 @@
 // http::buffer_body does. Its interface is the part of Beast's basic_parser
 // the relay uses, with Beast's error codes.
 //
+// Interim answers (1xx: 100 Continue, 102 Processing, 103 Early Hints, ...)
+// are read and dropped, as HAProxy and nginx do: none has a body whatever
+// its fields say (RFC 9112 6.3), and the answer is the final one after
+// them, on the same connection. Beast's parser would stop at the first and
+// call it the answer; the differential tests feed Beast what follows the
+// interim heads instead (two_parsers.hpp).
+//
 // It refuses, where Beast would relay them, a few well-formed answers
 // (refused() tells them apart from malformed ones): obsolete line folding,
 // a transfer coding other than a lone chunked (dpgate re-frames the body and
 // could not pass the coding on), chunk extensions other than ;name or
-// ;name=token, and a head or trailer over kMaxHeadBytes.
+// ;name=token, a head or trailer over kMaxHeadBytes (the interim heads
+// count into the final head's: a backend that sends 1xx heads forever
+// reaches it), and 101 Switching Protocols, a switch dpgate never asks for.
 #pragma once
 
 #include "gateway/head_fields.hpp"
@@ -49,6 +58,7 @@ public:
     // No limit by default (the relay streams the body, never holds it).
     void body_limit(boost::optional<uint64_t> limit) { body_left_ = limit.value_or(UINT64_MAX); }
 
+    // Any byte of an answer, interim heads included.
     bool got_some() const { return got_some_; }
     bool is_header_done() const { return state_ > State::head; }
     bool is_done() const { return state_ == State::done; }
@@ -76,8 +86,11 @@ public:
 private:
     enum class State { head, body, body_to_eof, chunk_size, chunk_data, chunk_end, trailer, done };
 
+    size_t resumeAt(std::string_view bytes) const;
     size_t putHead(std::string_view bytes, error_code& ec);
     void parseHead(std::string_view head, error_code& ec);
+    // After an interim head: what the next head decides starts afresh.
+    void forgetHead();
     size_t putChunkSize(std::string_view bytes, error_code& ec);
     size_t putTrailer(std::string_view bytes, error_code& ec);
     bool readFieldLine(const char*& p, const char* end, std::string_view& name, std::string_view& value,
@@ -98,6 +111,8 @@ private:
     uint64_t content_length_ = 0;
     uint64_t remaining_ = 0;  // of the Content-Length body or the current chunk
     uint64_t body_left_ = UINT64_MAX;
+    size_t interim_head_bytes_ = 0;  // of the 1xx heads passed over, charged to kMaxHeadBytes
+    size_t scanned_ = 0;             // of the head or trailer offered so far, searched for its end
     HeadFields fields_;
     Window window_;
 };

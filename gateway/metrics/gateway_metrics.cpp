@@ -114,6 +114,18 @@ GatewayMetrics::GatewayMetrics()
                                             "Idle client connections (waiting for a request, or lingering) "
                                             "closed at limits.max_connections to make room for a new one, "
                                             "oldest first.")
-                                   .with({})) {}
+                                   .with({})),
+      backend_usage_invalid(registry.counter(
+          "dpgate_backend_usage_invalid_total",
+          "Answers whose usage dpgate ignored as implausible (a count that is not a whole number from 0, over the "
+          "window times the request's sequences, or cached_tokens over prompt_tokens): not in the token counters, "
+          "routing or count checks. The answer is relayed unchanged. Per backend.",
+          {"backend"})),
+      upstream_dropped(registry.counter(
+          "dpgate_upstream_connections_dropped_total",
+          "Keep-alive connections to a backend closed instead of reused because the backend sent more than its "
+          "answer: bytes after it (reason=bytes_after_answer), bytes while the connection sat idle "
+          "(bytes_while_idle), or a close while it sat idle (closed_while_idle). Per backend.",
+          {"backend", "reason"})) {}
 
 }  // namespace dpgate::metrics

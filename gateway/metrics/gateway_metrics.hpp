@@ -45,6 +45,8 @@ struct GatewayMetrics {
     Gauge& buffered_body_bytes;             // dpgate_buffered_body_bytes
     CounterFamily& connections_refused;     // dpgate_connections_refused_total{reason}
     Counter& idle_connections_evicted;      // dpgate_idle_connections_evicted_total
+    CounterFamily& backend_usage_invalid;   // dpgate_backend_usage_invalid_total{backend}
+    CounterFamily& upstream_dropped;        // dpgate_upstream_connections_dropped_total{backend,reason}
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

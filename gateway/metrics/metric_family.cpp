@@ -2,6 +2,7 @@
 
 #include <charconv>
 #include <cmath>
+#include <limits>
 #include <stdexcept>
 
 namespace dpgate::metrics {
@@ -13,6 +14,7 @@ Histogram::Histogram(std::vector<double> upper_bounds)
       sums_(std::make_unique<Sum[]>(kShards)) {}
 
 void Histogram::observe(double value) {
+    if (!(value >= 0 && value <= std::numeric_limits<double>::max())) return;
     // Linear scan: ~15 bounds, cheaper than a branchy binary search.
     size_t i = 0;
     while (i < upper_bounds_.size() && value > upper_bounds_[i]) ++i;

@@ -9,6 +9,7 @@
 #include "gateway/metrics/sharded_count.hpp"
 
 #include <atomic>
+#include <concepts>
 #include <cstdint>
 #include <initializer_list>
 #include <map>
@@ -25,10 +26,23 @@ namespace dpgate::metrics {
 // Monotonic count (requests, tokens). Integer-valued: everything dpgate
 // counts is a whole number. Sharded by thread (sharded_count.hpp): the
 // workers add to the same children on every request.
+//
+// It never goes down, whatever it is handed (some amounts come from a
+// backend's answer): a negative amount is refused, a sum past 2^64 - 1
+// stays at 2^64 - 1 instead of wrapping (Prometheus would read a counter
+// that went down as a restart), and a fraction, NaN or infinity does not
+// compile.
 class Counter {
 public:
-    void inc(uint64_t n = 1) { count_.add(n); }
-    uint64_t value() const { return count_.value(); }
+    template <std::integral T = uint64_t>
+    void inc(T n = 1) {
+        if constexpr (std::is_signed_v<T>)
+            if (n < 0) return;
+        count_.addSaturating(uint64_t(n));
+    }
+    template <std::floating_point T>
+    void inc(T n) = delete;
+    uint64_t value() const { return count_.saturatedValue(); }
 
 private:
     ShardedCount<uint64_t> count_;
@@ -64,6 +78,9 @@ public:
     // Bounds must be ascending and finite (checked by the family).
     explicit Histogram(std::vector<double> upper_bounds);
 
+    // Every histogram dpgate keeps observes a duration: a value below zero,
+    // NaN or infinite is refused, so that _sum, which Prometheus reads as a
+    // counter, never goes down nor stops being a number.
     void observe(double value);
 
     struct Snapshot {

@@ -23,6 +23,8 @@ int main(int argc, char** argv) {
         m.stream_aborts.with({"client"}).inc();
         m.count_checks.with({"primary"}).inc(40);
         m.count_mismatches.with({"primary"}).inc(0);
+        m.backend_usage_invalid.with({"primary"}).inc(0);
+        m.upstream_dropped.with({"primary", "bytes_while_idle"}).inc(0);
         m.public_window_tokens.set(1048576);
         std::cout << m.render();
         return 0;

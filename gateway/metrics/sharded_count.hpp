@@ -24,6 +24,7 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
 
 namespace dpgate::metrics {
@@ -66,6 +67,26 @@ inline void addTo(std::atomic<T>& cell, T n, bool owned) {
     }
 }
 
+// cell = min(cell + n, the largest T): for counts that only go up, which
+// must not wrap to a small number (Prometheus reads a counter that went
+// down as a restart). A shared cell takes a compare-and-swap loop where a
+// wrapping add takes fetch_add: both are one locked instruction when
+// uncontended.
+template <typename T>
+inline void addSaturatingTo(std::atomic<T>& cell, T n, bool owned) {
+    static_assert(std::is_unsigned_v<T>);
+    T old = cell.load(std::memory_order_relaxed);
+    T sum;
+    if (owned) {
+        if (__builtin_add_overflow(old, n, &sum)) sum = std::numeric_limits<T>::max();
+        cell.store(sum, std::memory_order_relaxed);
+        return;
+    }
+    do {
+        if (__builtin_add_overflow(old, n, &sum)) sum = std::numeric_limits<T>::max();
+    } while (!cell.compare_exchange_weak(old, sum, std::memory_order_relaxed));
+}
+
 }  // namespace shard_detail
 
 // The shard of the calling thread: fixed while it owns one or while it owns
@@ -91,7 +112,9 @@ private:
     size_t index_ = kShards;
 };
 
-// T is a signed or unsigned integer; unsigned counts wrap as one would.
+// T is a signed or unsigned integer; unsigned counts wrap as one would with
+// add(), and stop at the largest value with addSaturating() (read then with
+// saturatedValue()). Use one or the other on a count, not both.
 template <typename T>
 class ShardedCount {
     using U = std::make_unsigned_t<T>;
@@ -107,6 +130,20 @@ public:
         U total = 0;
         for (const Cell& cell : cells_) total += U(cell.value.load(std::memory_order_relaxed));
         return T(total);
+    }
+
+    // Every cell only goes up and stops at the largest value, and so does
+    // their sum: a read is never below an earlier one.
+    void addSaturating(T n) requires std::is_unsigned_v<T> {
+        const shard_detail::ThreadShard& shard = shard_detail::assigned();
+        shard_detail::addSaturatingTo(cells_[shard.index].value, n, shard.owned);
+    }
+    T saturatedValue() const requires std::is_unsigned_v<T> {
+        T total = 0;
+        for (const Cell& cell : cells_)
+            if (__builtin_add_overflow(total, cell.value.load(std::memory_order_relaxed), &total))
+                return std::numeric_limits<T>::max();
+        return total;
     }
 
 private:

@@ -27,6 +27,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 using dpgate::gateway::Usage;
+using dpgate::gateway::UsageCheck;
 
 const std::string kUsageObject = R"("usage":{"prompt_tokens":1843,"total_tokens":2260,"completion_tokens":417,)"
                                  R"("prompt_tokens_details":{"cached_tokens":1536}})";
@@ -155,13 +156,14 @@ int main(int argc, char** argv) {
     // Each answer read from its end (parseUsageJson), then whole, the read
     // parseUsageJson falls back to (and every answer's before the fifteenth
     // round of issue 18).
-    using Read = std::optional<Usage> (*)(std::string_view) noexcept;
+    using Read = std::optional<Usage> (*)(std::string_view, const UsageCheck&) noexcept;
     for (auto [reader, read] : {std::pair<const char*, Read>{"parseUsageJson", now::parseUsageJson},
                                 std::pair<const char*, Read>{"readWholeUsage", now::readWholeUsage}}) {
         for (const std::string* text : {&small, &large}) {
             std::snprintf(name, sizeof name, "%s, answer of %zu B", reader, text->size());
             row(
-                name, rounds, [&] { consume(legacy::parseUsageJson(*text)); }, [&] { consume(read(*text)); });
+                name, rounds, [&] { consume(legacy::parseUsageJson(*text)); },
+                [&] { consume(read(*text, UsageCheck{})); });
         }
     }
     std::snprintf(name, sizeof name, "parseUsageJson, usage chunk data (%zu B)", kUsageChunkData.size());

@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstring>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -84,8 +85,23 @@ inline ParsedAnswer parseAsTheRelay(std::string_view wire, size_t feed, size_t w
     return out;
 }
 
-// Beast's response parser over the whole of `wire` at once.
+// Beast's response parser over the whole of `wire` at once. Beast's parser
+// ends an answer at an interim (1xx) head; the relay's reads past them, so
+// here each interim answer is parsed whole by Beast and dropped, and a fresh
+// parser takes what follows it.
 inline ParsedAnswer parseWithBeast(std::string_view wire) {
+    std::optional<http::response_parser<http::string_body>> interim;
+    while (true) {
+        interim.emplace();
+        interim->header_limit(1 << 20);
+        interim->eager(true);
+        error_code ec;
+        const size_t used = interim->put(net::buffer(wire.data(), wire.size()), ec);
+        if (ec || !interim->is_done()) break;
+        const unsigned status = interim->get().result_int();
+        if (status / 100 != 1 || status == 101) break;
+        wire.remove_prefix(used);
+    }
     http::response_parser<http::string_body> parser;
     parser.header_limit(1 << 20);  // beyond the relay's: its own limit decides
     parser.body_limit(1 << 20);

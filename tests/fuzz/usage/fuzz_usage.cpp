@@ -9,6 +9,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -49,26 +50,42 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     // document gives, for any valid JSON simdjson can nest (its limit: 1024)
     // and without a byte order mark (which nlohmann skips, simdjson refuses)
     // or a NUL byte (where nlohmann's accept stops reading).
-    const auto from_tail = dpgate::gateway::parseUsageJson(input);
+    // Both judged against the same bound (small ones catch counts over it),
+    // and both say alike whether they ignored an implausible usage.
+    using dpgate::gateway::UsageCheck;
+    const uint64_t max_tokens = (data[1] & 2) ? UINT64_MAX : uint64_t(seed % 4096);
+    bool tail_implausible = false, whole_implausible = false, end_implausible = false;
+    const auto from_tail =
+        dpgate::gateway::parseUsageJson(input, UsageCheck{.max_tokens = max_tokens, .implausible = &tail_implausible});
+    // What is not flagged is within the bound.
+    if (from_tail && !tail_implausible &&
+        (from_tail->prompt_tokens > max_tokens || from_tail->completion_tokens > max_tokens ||
+         from_tail->cached_prompt_tokens > from_tail->prompt_tokens))
+        __builtin_trap();
     if (!input.starts_with("\xEF\xBB\xBF") && input.find('\0') == std::string_view::npos &&
         nlohmann::json::accept(input) && nesting(input) < 1000) {
-        if (from_tail != dpgate::gateway::readWholeUsage(input)) __builtin_trap();
+        const auto whole = dpgate::gateway::readWholeUsage(
+            input, UsageCheck{.max_tokens = max_tokens, .implausible = &whole_implausible});
+        if (from_tail != whole || tail_implausible != whole_implausible) __builtin_trap();
         // Any end of it the relay may keep reads that usage or none.
-        const auto from_end = dpgate::gateway::parseUsageJsonEnd(input.substr(seed % (input.size() + 1)));
+        const auto from_end =
+            dpgate::gateway::parseUsageJsonEnd(input.substr(seed % (input.size() + 1)),
+                                               UsageCheck{.max_tokens = max_tokens, .implausible = &end_implausible});
         if (from_end && from_end != from_tail) __builtin_trap();
+        if (end_implausible && !tail_implausible) __builtin_trap();
     }
     (void)dpgate::gateway::parseUsageJsonEnd(input.substr(input.size() / 2));
     (void)dpgate::gateway::isUsageOnlyChunk(input);
     (void)dpgate::gateway::sseEventData(input);
 
     // Reference: the whole stream in one feed.
-    SseUsageParser whole(cap);
+    SseUsageParser whole(cap, max_tokens);
     std::string whole_forward;
     whole.filter(input, whole_forward);
     whole.finish(&whole_forward);
 
-    SseUsageParser chunked(cap);
-    SseUsageParser observer(cap);
+    SseUsageParser chunked(cap, max_tokens);
+    SseUsageParser observer(cap, max_tokens);
     std::string forward;
     size_t pos = 0;
     while (pos < input.size()) {
@@ -85,6 +102,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 
     if (forward != whole_forward) __builtin_trap();
     if (chunked.usage() != whole.usage() || observer.usage() != whole.usage()) __builtin_trap();
+    if (chunked.implausibleUsage() != whole.implausibleUsage() ||
+        observer.implausibleUsage() != whole.implausibleUsage())
+        __builtin_trap();
+    if (whole.usage() && !whole.implausibleUsage() &&
+        (whole.usage()->prompt_tokens > max_tokens || whole.usage()->completion_tokens > max_tokens ||
+         whole.usage()->cached_prompt_tokens > whole.usage()->prompt_tokens))
+        __builtin_trap();
     if (chunked.droppedEvents() != whole.droppedEvents()) __builtin_trap();
     // Filtering only ever removes whole events.
     if (forward.size() > input.size()) __builtin_trap();

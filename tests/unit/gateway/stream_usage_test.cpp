@@ -492,6 +492,33 @@ TEST(ParseUsageJson, DeepNestingNeverCrashes) {
     EXPECT_EQ(parseUsageJson(std::string(100000, '{')), std::nullopt);
 }
 
+TEST(ParseUsageJson, DeepAndWideUsageAtEveryDepthNeverCrashes) {
+    for (const size_t depth : {size_t(1000), size_t(100000), size_t(1000000)}) {
+        const std::string deep = std::string(depth, '[') + std::string(depth, ']');
+        const std::string in_usage = R"({"usage":{"prompt_tokens":5,"x":)" + deep + "}}";
+        const std::string in_details = R"({"usage":{"prompt_tokens":5,"prompt_tokens_details":{"x":)" + deep + "}}}";
+        bool implausible = false;
+        const UsageCheck check{.max_tokens = 1000, .implausible = &implausible};
+        // Past the usage object's depth limit: malformed, so no usage, and not implausible.
+        EXPECT_EQ(parseUsageJson(in_usage, check), std::nullopt) << depth;
+        EXPECT_EQ(parseUsageJson(in_details, check), std::nullopt) << depth;
+        EXPECT_EQ(readWholeUsage(in_usage, check), std::nullopt) << depth;
+        EXPECT_FALSE(implausible) << depth;
+        SseUsageParser p(SseUsageParser::kDefaultMaxEventBytes * 4, 1000);
+        std::string forward;
+        const std::string event = "data: " + in_usage + "\n\n";
+        p.filter(event, forward);
+        p.finish(&forward);
+        EXPECT_EQ(forward, event) << depth;
+        EXPECT_FALSE(p.usage()) << depth;
+    }
+    std::string wide = R"({"usage":{)";
+    for (int i = 0; i < 100000; ++i) wide += "\"k" + std::to_string(i) + "\":" + std::to_string(i) + ",";
+    wide += R"("prompt_tokens":5,"completion_tokens":6}})";
+    EXPECT_EQ(parseUsageJson(wide), (Usage{5, 6, 0}));
+    EXPECT_EQ(readWholeUsage(wide), (Usage{5, 6, 0}));
+}
+
 TEST(ParseUsageJson, ReaderReusedAcrossLargeAndSmallAnswers) {
     // One parser per thread: a large answer, then small and cut ones, read
     // as if each were the first.
@@ -594,6 +621,160 @@ TEST(ParseUsageJson, UsageKeyFoundWhereverItSitsInALongAnswer) {
             R"({"pad":")" + std::string(pad, 'x') + R"(","usage" : {"prompt_tokens":3,"completion_tokens":1}})";
         EXPECT_EQ(parseUsageJson(last), (Usage{3, 1, 0})) << "usage last, pad " << pad;
         EXPECT_FALSE(parseUsageJson(R"({"usage":null,"pad":")" + std::string(pad, 'x') + "\"}")) << pad;
+    }
+}
+
+// What a backend cannot have meant is read as before (a non-count as
+// absent) and flagged, for the relay to ignore and count.
+std::optional<Usage> checked(std::string_view json, uint64_t max_tokens, bool& implausible) {
+    implausible = false;
+    return parseUsageJson(json, UsageCheck{.max_tokens = max_tokens, .implausible = &implausible});
+}
+
+TEST(UsageCheck, FlagsWhatNoBackendCanHaveMeant) {
+    for (
+        const char* usage : {
+            R"({"prompt_tokens":18446744073709551615,"completion_tokens":2,"total_tokens":18446744073709551615})",
+            R"({"prompt_tokens":7,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":18446744073709551615}})",
+            R"({"prompt_tokens":-7,"completion_tokens":2})",
+            R"({"prompt_tokens":7.5,"completion_tokens":2})",
+            R"({"prompt_tokens":1e300,"completion_tokens":2})",
+            R"({"prompt_tokens":99999999999999999999999,"completion_tokens":2})",
+            R"({"prompt_tokens":"7","completion_tokens":2})",
+            R"({"prompt_tokens":true,"completion_tokens":2})",
+            R"({"prompt_tokens":{"a":1},"completion_tokens":2})",
+            R"({"prompt_tokens":7,"completion_tokens":-2})",
+            R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":-9})",
+            R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":"9"})",
+            R"({"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":-1}})",
+            R"({"prompt_tokens":7,"prompt_tokens_details":{"cached_tokens":8}})",      // cached over prompt
+            R"({"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":1}})",  // cached, no prompt
+            R"({"prompt_tokens":1001,"completion_tokens":2})",                         // over the bound
+            R"({"prompt_tokens":7,"completion_tokens":1001})",
+            R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":1001})",
+            R"({"prompt_tokens":-1})",  // nothing else: still a usage no backend means
+        }) {
+        const std::string answer = std::string(R"({"id":"x","choices":[],"usage":)") + usage + "}";
+        bool implausible = false;
+        (void)checked(answer, 1000, implausible);
+        EXPECT_TRUE(implausible) << usage;
+        bool whole = false;
+        (void)readWholeUsage(answer, UsageCheck{.max_tokens = 1000, .implausible = &whole});
+        EXPECT_TRUE(whole) << usage;
+        bool end = false;
+        (void)parseUsageJsonEnd(answer, UsageCheck{.max_tokens = 1000, .implausible = &end});
+        EXPECT_TRUE(end) << usage;
+    }
+}
+
+TEST(UsageCheck, PassesWhatBackendsWrite) {
+    for (
+        const char* usage : {
+            R"({"prompt_tokens":7,"completion_tokens":2,"total_tokens":9})",
+            R"({"prompt_tokens":1000,"completion_tokens":1000,"total_tokens":1000,"prompt_tokens_details":{"cached_tokens":1000}})",
+            R"({"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":null})",
+            R"({"prompt_tokens":7,"completion_tokens":null,"prompt_tokens_details":{"cached_tokens":null}})",
+            R"({"prompt_tokens":-0,"completion_tokens":3})",
+            R"({"prompt_tokens":7,"completion_tokens":2,"completion_tokens_details":{"reasoning_tokens":-5}})",
+            R"({})",
+            R"({"other":"x"})",
+        }) {
+        const std::string answer = std::string(R"({"choices":[],"usage":)") + usage + "}";
+        bool implausible = true;
+        (void)checked(answer, 1000, implausible);
+        EXPECT_FALSE(implausible) << usage;
+    }
+}
+
+TEST(UsageCheck, AFlaggedUsageIsStillReadAsBefore) {
+    bool implausible = false;
+    EXPECT_EQ(checked(R"({"usage":{"prompt_tokens":-5,"completion_tokens":2}})", 1000, implausible), (Usage{0, 2, 0}));
+    EXPECT_TRUE(implausible);
+    EXPECT_EQ(checked(R"({"usage":{"prompt_tokens":5000,"completion_tokens":2}})", 1000, implausible),
+              (Usage{5000, 2, 0}));
+    EXPECT_TRUE(implausible);
+}
+
+TEST(UsageCheck, ARepeatedKeyIsJudgedByItsLastValue) {
+    bool implausible = true;
+    EXPECT_EQ(checked(R"({"usage":{"prompt_tokens":-5,"prompt_tokens":5,"completion_tokens":2}})", 1000, implausible),
+              (Usage{5, 2, 0}));
+    EXPECT_FALSE(implausible);
+    EXPECT_EQ(checked(R"({"usage":{"prompt_tokens":5,"prompt_tokens":-5,"completion_tokens":2}})", 1000, implausible),
+              (Usage{0, 2, 0}));
+    EXPECT_TRUE(implausible);
+    EXPECT_EQ(checked(R"({"usage":{"prompt_tokens":5,"prompt_tokens_details":{"cached_tokens":-1},)"
+                      R"("prompt_tokens_details":{"cached_tokens":1}}})",
+                      1000, implausible),
+              (Usage{5, 0, 1}));
+    EXPECT_FALSE(implausible);
+}
+
+TEST(SseUsageParser, TheLastUsageDecidesWhetherItIsPlausible) {
+    const std::string plausible =
+        "data: {\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}\n\n";
+    const std::string huge =
+        "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":18446744073709551615,"
+        "\"completion_tokens\":2}}\n\n";
+    const std::string text_only = "data: {\"choices\":[{\"delta\":{}}],\"usage\":{\"prompt_tokens\":\"x\"}}\n\n";
+    {
+        SseUsageParser p(SseUsageParser::kDefaultMaxEventBytes, 1000);
+        p.observe(plausible + huge + kDone);
+        p.finish();
+        EXPECT_TRUE(p.implausibleUsage());
+    }
+    {
+        SseUsageParser p(SseUsageParser::kDefaultMaxEventBytes, 1000);
+        p.observe(huge + plausible + kDone);
+        p.finish();
+        EXPECT_FALSE(p.implausibleUsage());
+        EXPECT_EQ(p.usage(), (Usage{5, 1, 0}));
+    }
+    {
+        SseUsageParser p(SseUsageParser::kDefaultMaxEventBytes, 1000);
+        p.observe(plausible + text_only);
+        p.finish();
+        EXPECT_TRUE(p.implausibleUsage());
+    }
+    {
+        // The usage-only chunk dpgate asked for is cut however implausible.
+        SseUsageParser p(SseUsageParser::kDefaultMaxEventBytes, 1000);
+        std::string forward;
+        p.filter(kChunk1 + huge + kDone, forward);
+        p.finish(&forward);
+        EXPECT_EQ(forward, kChunk1 + kDone);
+        EXPECT_TRUE(p.implausibleUsage());
+    }
+}
+
+TEST(SseUsageParser, ABrokenStreamDropsTheEventItBrokeInside) {
+    const std::string half = kChunk2.substr(0, 40);
+    {
+        SseUsageParser p;
+        std::string forward;
+        p.filter(kChunk1 + half, forward);
+        EXPECT_EQ(forward, kChunk1);
+        EXPECT_FALSE(p.brokeOff());  // the client has none of it
+        EXPECT_EQ(p.heldBytes(), 0u);
+        p.finish(&forward);
+        EXPECT_EQ(forward, kChunk1);  // dropped, not released
+    }
+    {
+        SseUsageParser p;
+        p.observe(kChunk1 + half);
+        EXPECT_TRUE(p.brokeOff());  // observe mode: the client has its start
+    }
+    {
+        SseUsageParser p;
+        p.observe(kChunk1 + kChunk2);
+        EXPECT_FALSE(p.brokeOff());  // between events
+    }
+    {
+        // Filter mode passes an event over the cap on as it comes.
+        SseUsageParser p(64);
+        std::string forward;
+        p.filter(kChunk1.substr(0, 100), forward);
+        EXPECT_TRUE(p.brokeOff());
     }
 }
 

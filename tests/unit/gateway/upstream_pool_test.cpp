@@ -3,7 +3,11 @@
 #include "gateway/upstream_pool.hpp"
 
 #include <gtest/gtest.h>
+#include <boost/asio/write.hpp>
 
+#include <chrono>
+#include <string_view>
+#include <thread>
 #include <vector>
 
 using namespace dpgate::gateway;
@@ -98,4 +102,100 @@ TEST(UpstreamPool, ZeroKeepsNothing) {
     for (auto& c : got) pool.release(std::move(c));
     EXPECT_EQ(pool.idleCount(), 0u);
     EXPECT_EQ(idle_total.value(), 0);
+}
+
+namespace {
+
+// One pooled connection to `b`, with its peer (the backend's side).
+struct Pooled {
+    Backend b;
+    dpgate::metrics::ShardedCount<int64_t> idle_total;
+    UpstreamPool pool{b.io, b.deadlines, b.config, idle_total, 4, 1000, 60000};
+    Pooled() {
+        auto got = b.acquire(pool, 1);
+        EXPECT_EQ(got.size(), 1u);
+        pool.release(std::move(got.front()));
+        while (b.accepted.empty() && b.io.run_one_for(std::chrono::seconds(5))) {
+        }
+    }
+    tcp::socket& peer() { return b.accepted.front(); }
+    // Lets the reactor see what the peer did, as the worker's loop would.
+    void settle() {
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        b.io.poll();
+    }
+};
+
+}  // namespace
+
+TEST(UpstreamPool, AQuietIdleConnectionIsReused) {
+    Pooled p;
+    p.settle();
+    UpstreamPool::Drops drops;
+    auto c = p.pool.takeIdle(&drops);
+    ASSERT_TRUE(c);
+    EXPECT_TRUE(c->reused);
+    EXPECT_EQ(drops.bytes_waiting + drops.closed, 0u);
+}
+
+TEST(UpstreamPool, BytesThatCameWhileIdleCloseTheConnection) {
+    Pooled p;
+    net::write(p.peer(), net::buffer(std::string_view("HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n")));
+    p.settle();
+    UpstreamPool::Drops drops;
+    EXPECT_FALSE(p.pool.takeIdle(&drops));
+    EXPECT_EQ(drops.bytes_waiting, 1u);
+    EXPECT_EQ(p.idle_total.value(), 0);
+}
+
+TEST(UpstreamPool, BytesTheReactorHasNotSeenYetAreFoundByThePeek) {
+    // Straight after connect the reactor knows nothing of the socket: the
+    // check asks the kernel.
+    Pooled p;
+    net::write(p.peer(), net::buffer(std::string_view("x")));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));  // in the socket, no event handled
+    UpstreamPool::Drops drops;
+    EXPECT_FALSE(p.pool.takeIdle(&drops));
+    EXPECT_EQ(drops.bytes_waiting, 1u);
+}
+
+TEST(UpstreamPool, ACloseWhileIdleClosesTheConnection) {
+    Pooled p;
+    p.peer().shutdown(tcp::socket::shutdown_send);
+    p.settle();
+    UpstreamPool::Drops drops;
+    EXPECT_FALSE(p.pool.takeIdle(&drops));
+    EXPECT_EQ(drops.closed, 1u);
+}
+
+TEST(UpstreamPool, AfterADrainedReadTheReactorTellsWhetherAnythingCame) {
+    Pooled p;
+    auto c = p.pool.takeIdle();
+    ASSERT_TRUE(c);
+    // An answer read drain-aware, in a short read: the socket was drained there.
+    net::write(p.peer(), net::buffer(std::string_view("answer")));
+    c->stream.readDrainAwareChecked(true);
+    char room[64];
+    size_t got = 0;
+    c->stream.async_read_some(net::buffer(room), [&](error_code ec, size_t n) {
+        EXPECT_FALSE(ec);
+        got = n;
+    });
+    while (got == 0 && p.b.io.run_one_for(std::chrono::seconds(5))) {
+    }
+    ASSERT_EQ(got, 6u);
+    EXPECT_FALSE(mayHaveArrived(c->stream.socket()));
+    p.pool.release(std::move(c));
+    p.settle();
+    c = p.pool.takeIdle();
+    ASSERT_TRUE(c) << "nothing came: reused";
+    EXPECT_FALSE(mayHaveArrived(c->stream.socket()));
+
+    // Bytes come while it sits idle; the reactor sees them, and the check too.
+    p.pool.release(std::move(c));
+    net::write(p.peer(), net::buffer(std::string_view("late")));
+    p.settle();
+    UpstreamPool::Drops drops;
+    EXPECT_FALSE(p.pool.takeIdle(&drops));
+    EXPECT_EQ(drops.bytes_waiting, 1u);
 }

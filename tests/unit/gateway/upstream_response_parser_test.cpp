@@ -107,3 +107,98 @@ TEST(UpstreamResponseParser, ABodyToTheCloseEndsAtTheCloseAndIsNotKeptAlive) {
     const std::string cut = "HTTP/1.1 200 OK\r\nContent-Length: 20\r\n\r\nshort";
     EXPECT_TRUE(parseAsTheRelay(cut, 7, 3).failed);
 }
+
+TEST(UpstreamResponseParser, InterimAnswersArePassedOverForTheFinalOne) {
+    const std::string final_answer = "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+    const std::vector<std::string> interims = {
+        "HTTP/1.1 100 Continue\r\n\r\n",
+        "HTTP/1.1 103 Early Hints\r\nLink: </style.css>; rel=preload\r\n\r\n",
+        "HTTP/1.1 102 Processing\r\n\r\nHTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 199 Whatever\r\nX-A: 1\r\n\r\n",
+        // No body after a 1xx, whatever its framing fields say (RFC 9112 6.3).
+        "HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\n",
+        "HTTP/1.1 103 Early Hints\r\nTransfer-Encoding: chunked\r\n\r\n",
+        // The final answer's fields decide the connection, not an interim one's.
+        "HTTP/1.1 100 Continue\r\nConnection: close\r\n\r\n",
+        "HTTP/1.0 100 Continue\r\n\r\n",
+    };
+    const ParsedAnswer alone = parseAsTheRelay(final_answer, final_answer.size(), 64);
+    ASSERT_FALSE(alone.failed);
+    std::mt19937 random(11);
+    for (const std::string& interim : interims) {
+        const std::string wire = interim + final_answer;
+        for (int round = 0; round < 40; ++round) {
+            const size_t feed = 1 + random() % (round < 20 ? 8 : 512);
+            const ParsedAnswer got = parseAsTheRelay(wire, feed, 1 + random() % 5);
+            ASSERT_FALSE(got.failed) << wire << " feed " << feed;
+            EXPECT_EQ(got.status, 200u) << wire;
+            EXPECT_EQ(grouped(got.fields), grouped(alone.fields)) << wire;
+            EXPECT_EQ(got.body, "{}") << wire;
+            EXPECT_TRUE(got.keep_alive) << wire;
+            EXPECT_TRUE(sameAnswer(got, parseWithBeast(wire))) << wire;
+        }
+    }
+}
+
+TEST(UpstreamResponseParser, AnInterimHeadAloneIsNoAnswer) {
+    // The connection closes after a 100: the answer was cut, not a 100.
+    const std::string wire = "HTTP/1.1 100 Continue\r\n\r\n";
+    UpstreamResponseParser parser;
+    error_code ec;
+    EXPECT_EQ(parser.put(net::buffer(wire), ec), wire.size());
+    EXPECT_EQ(ec, http::error::need_more);
+    EXPECT_FALSE(parser.is_header_done());
+    EXPECT_TRUE(parser.got_some());
+    parser.put_eof(ec);
+    EXPECT_EQ(ec, http::error::partial_message);
+}
+
+TEST(UpstreamResponseParser, RefusesASwitchOfProtocols) {
+    for (const std::string& wire : {
+             std::string("HTTP/1.1 101 Switching Protocols\r\nUpgrade: websocket\r\nConnection: upgrade\r\n\r\n"),
+             std::string("HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 101 Switching Protocols\r\n\r\nHTTP/1.1 200 OK\r\n"
+                         "Content-Length: 0\r\n\r\n"),
+         }) {
+        const ParsedAnswer got = parseAsTheRelay(wire, 7, 64);
+        EXPECT_TRUE(got.failed && got.refused) << wire;
+    }
+}
+
+TEST(UpstreamResponseParser, EndlessInterimHeadsReachTheHeadLimit) {
+    const std::string interim = "HTTP/1.1 103 Early Hints\r\nLink: </a.css>; rel=preload\r\n\r\n";
+    std::string wire;
+    while (wire.size() <= UpstreamResponseParser::kMaxHeadBytes) wire += interim;
+    wire += "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+    for (size_t feed : {size_t(1000), size_t(16384), wire.size()}) {
+        const ParsedAnswer got = parseAsTheRelay(wire, feed, 64);
+        EXPECT_TRUE(got.failed && got.refused) << feed;
+    }
+    // Under the limit together, they pass.
+    std::string fewer;
+    for (int i = 0; i < 100; ++i) fewer += interim;
+    fewer += "HTTP/1.1 204 No Content\r\n\r\n";
+    const ParsedAnswer got = parseAsTheRelay(fewer, 333, 64);
+    ASSERT_FALSE(got.failed);
+    EXPECT_EQ(got.status, 204u);
+}
+
+TEST(UpstreamResponseParser, StopsAtTheEndOfTheAnswerAndLeavesWhatFollows) {
+    // Bytes after the answer (a second, unasked-for answer) stay in the
+    // buffer: the relay must then not keep the connection (Relay::releaseConnection).
+    const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
+    for (const std::string& extra :
+         {std::string("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nother"), std::string("x"), std::string("\r\n")}) {
+        UpstreamResponseParser parser;
+        beast::flat_buffer buffer;
+        const std::string wire = answer + extra;
+        std::memcpy(buffer.prepare(wire.size()).data(), wire.data(), wire.size());
+        buffer.commit(wire.size());
+        char room[16];
+        ASSERT_FALSE(parseBuffered(parser, buffer));
+        ASSERT_TRUE(parser.is_header_done());
+        parser.body() = {room, sizeof room};
+        ASSERT_FALSE(parseBuffered(parser, buffer));
+        EXPECT_TRUE(parser.is_done());
+        EXPECT_EQ(std::string_view(room, 2), "{}");
+        EXPECT_EQ(buffer.size(), extra.size());
+    }
+}
