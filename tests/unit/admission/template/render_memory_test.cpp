@@ -1,6 +1,6 @@
 // The 104 KB request that made a chat template's tojson(indent=...) grow to
 // 3.8 GB and end in bad_alloc (a 500): a 400 naming the bound, with the
-// heap never holding more than the request's render budget allows. Its own
+// heap never holding more than a few times the request's render budget. Its own
 // binary (CMakeLists.txt): it counts every heap allocation of the process,
 // through the operator new below, and refuses past kHeapCap so that a
 // regression fails here instead of taking the machine's memory.
@@ -71,19 +71,25 @@ void operator delete[](void* p, std::size_t, std::align_val_t) noexcept { uncoun
 namespace dpgate::admission {
 namespace {
 
-// A template that prints a request value with tojson(indent=...) where the
-// indent comes from the request too, and a 104 KB body: a 100 KB indent
-// string and 200 nested lists, whose dump repeats the indent 40,000 times
-// (4 GB).
+// The golden tools template prints a tool call's arguments with
+// tojson(indent=tool_json_indent), a template kwarg: a 104 KB body sets it
+// to 100 KB of spaces beside arguments nested 200 levels, a dump that
+// repeats the indent 40,000 times (4 GB).
 TEST(RenderMemory, TojsonIndentOfARequestValueIsA400WithinTheBudget) {
     std::string error;
-    const auto chat_template = ChatTemplate::fromSource(
-        "{%- for m in messages %}{{ m.content }}{% endfor %}{{ data|tojson(indent=indent) }}", "", "auto", error);
+    ChatTemplate::LoadOptions options;
+    options.tokenizer = test::tokenizerDir();
+    options.chat_template = test::goldenDir() / "templates/deepseek_tools.jinja";
+    const auto chat_template = ChatTemplate::load(options, error);
     ASSERT_NE(chat_template, nullptr) << error;
-    const std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"}],)"
-                             R"("chat_template_kwargs":{"indent":")" +
-                             std::string(103'000, ' ') + R"(","data":)" + std::string(200, '[') + "0" +
-                             std::string(200, ']') + "}}";
+    const std::string body = R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"},)"
+                             R"({"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function",)"
+                             R"("function":{"name":"f","arguments":{"a":)" +
+                             std::string(200, '[') + "0" + std::string(200, ']') +
+                             R"(}}}]},{"role":"tool","tool_call_id":"c","content":"r"}],)"
+                             R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],)"
+                             R"("chat_template_kwargs":{"tool_json_indent":")" +
+                             std::string(103'000, ' ') + R"("}})";
     ASSERT_GT(body.size(), 103'000u);
     ASSERT_LT(body.size(), 105'000u);
     Admitter admitter(test::referenceTokenizer(), chat_template);
@@ -97,18 +103,24 @@ TEST(RenderMemory, TojsonIndentOfARequestValueIsA400WithinTheBudget) {
     const Refused& refused = std::get<Refused>(verdict);
     EXPECT_EQ(refused.http_status, 400u);
     EXPECT_EQ(refused.type, "invalid_request_error");
+    EXPECT_EQ(refused.param, "messages");
     const jinja::RenderLimits budget = jinja::RenderLimits::forRequest(body.size());
     EXPECT_EQ(refused.message, "the chat template's output would exceed " + std::to_string(budget.arena_bytes) +
                                    " bytes (tojson indent)");
-    // The arena's budget and the text held outside it (the dump, the
-    // indent), with room for the scan's and the tokenizer's own buffers.
+    // The arena's budget and the text held outside it (the dump and its
+    // growth, the indent), with room for the scan's and the tokenizer's
+    // own buffers.
     EXPECT_LT(peak, 3 * budget.arena_bytes + (16u << 20)) << peak;
     std::printf("heap high-water mark: %zu bytes (render budget %zu)\n", peak, budget.arena_bytes);
 
-    // The worker is not spoiled: the next request renders.
-    const Verdict next = admitter.admit(R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"}],)"
-                                        R"("chat_template_kwargs":{"indent":2,"data":[1]}})",
-                                        Endpoint::chat_completions, limits);
+    // The worker is not spoiled: the next request renders, indented.
+    const Verdict next = admitter.admit(
+        R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"hi"},)"
+        R"({"role":"assistant","content":"","tool_calls":[{"id":"c","type":"function",)"
+        R"("function":{"name":"f","arguments":{"a":[1]}}}]},{"role":"tool","tool_call_id":"c","content":"r"}],)"
+        R"("tools":[{"type":"function","function":{"name":"f","parameters":{"type":"object"}}}],)"
+        R"("chat_template_kwargs":{"tool_json_indent":2}})",
+        Endpoint::chat_completions, limits);
     EXPECT_TRUE(std::holds_alternative<Admitted>(next));
 }
 

@@ -15,14 +15,14 @@
 
 namespace dpgate::admission::test {
 
-// AddressSanitizer's frames are about three times larger (redzones around
+// AddressSanitizer's frames are about six times larger (redzones around
 // every local): the sanitized build gets proportionally more stack, as the
 // renderer's own backstop does (RenderLimits::stack_bytes).
 #if defined(__SANITIZE_ADDRESS__)
-inline constexpr std::size_t kStackScale = 4;
+inline constexpr std::size_t kStackScale = 8;
 #elif defined(__has_feature)
 #if __has_feature(address_sanitizer)
-inline constexpr std::size_t kStackScale = 4;
+inline constexpr std::size_t kStackScale = 8;
 #else
 inline constexpr std::size_t kStackScale = 1;
 #endif
