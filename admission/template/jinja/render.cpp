@@ -588,10 +588,14 @@ struct Interpreter {
                 for (const Value& from : args.positional) {
                     if (!from.isDict()) r.fail("namespace() takes a mapping or keyword arguments");
                     for (std::size_t i = 0; i < from.asDict().size; ++i) {
+                        r.step(1 + (ns->size >> 4));  // a namespace looks its names up one by one
                         ns->set(arena, r.str(from.asDict().keys[i]), from.asDict().values[i]);
                     }
                 }
-                for (const auto& [name, value] : args.keywords) ns->set(arena, name, value);
+                for (const auto& [name, value] : args.keywords) {
+                    r.step(1 + (ns->size >> 4));
+                    ns->set(arena, name, value);
+                }
                 return Value::namespace_(ns);
             }
             case GlobalFn::raise_exception: {

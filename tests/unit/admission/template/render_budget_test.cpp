@@ -30,6 +30,13 @@ std::string repeated(std::string_view text, std::size_t times) {
     return out;
 }
 
+// "k0":0,"k1":1,...: `n` entries for a JSON object.
+std::string keys(std::size_t n) {
+    std::string out;
+    for (std::size_t i = 0; i < n; ++i) out += (i > 0 ? ",\"k" : "\"k") + std::to_string(i) + "\":0";
+    return out;
+}
+
 // "1,1,...,1": `n` numbers for a JSON list.
 std::string ones(std::size_t n) {
     std::string out;
@@ -185,9 +192,11 @@ TEST(RenderBudget, StepsStopLoopsAndScans) {
     EXPECT_NE(render("{% for i in range(10**12) %}{% endfor %}", "{}", request).text.find("Range too big"),
               std::string::npos);
     // Work without allocation is charged by what it scans: searches through
-    // 1 MB of text, comparisons of long strings and lists, in a loop.
+    // 1 MB of text, comparisons of long strings and lists, in a loop; a
+    // namespace made of 100,000 names (each looked up among the others).
     const std::string text = R"({"s": ")" + std::string(1'000'000, 'a') + R"(", "t": ")" + std::string(1'000'000, 'a') +
-                             R"(", "l": [)" + ones(100'000) + R"(], "m": [)" + ones(100'000) + "]}";
+                             R"(", "l": [)" + ones(100'000) + R"(], "m": [)" + ones(100'000) + R"(], "d": {)" +
+                             keys(100'000) + "}}";
     const RenderLimits for_text = RenderLimits::forRequest(text.size());
     for (const char* source : {"{% for i in range(100000) %}{% if 'b' in s %}{% endif %}{% endfor %}",
                                "{% for i in range(100000) %}{% if s.count('b') %}{% endif %}{% endfor %}",
@@ -197,7 +206,8 @@ TEST(RenderBudget, StepsStopLoopsAndScans) {
                                "{% for i in range(100000) %}{% if l == m %}{% endif %}{% endfor %}",
                                "{% for i in range(100000) %}{% if 2 in l %}{% endif %}{% endfor %}",
                                "{% for i in range(100000) %}{% if l|first %}{% endif %}{% endfor %}",
-                               "{% for i in range(100000) %}{% if l|select('even')|list %}{% endif %}{% endfor %}"}) {
+                               "{% for i in range(100000) %}{% if l|select('even')|list %}{% endif %}{% endfor %}",
+                               "{% set ns = namespace(d) %}"}) {
         const Rendered r = render(source, text, for_text);
         EXPECT_FALSE(r.ok) << source;
         EXPECT_NE(r.text.find("steps to render this request"), std::string::npos) << source << ": " << r.text;
