@@ -84,11 +84,6 @@ Refused tokenizerUnavailable(std::string message) {
     return ApiError::unavailable(std::move(message), "tokenizer_unavailable", "server_error");
 }
 
-// What one render may allocate: the arena holds the request's values and
-// every string the template builds, so a template that concatenates in a
-// loop is stopped at a bound proportional to the request.
-std::size_t renderBudgetBytes(std::size_t body_bytes) { return (256u << 20) + 8 * body_bytes; }
-
 // Checks one budget field against [1, max]; nullopt when absent or valid.
 std::optional<Refused> checkBudget(const char* name, const ScannedInteger& value, std::uint64_t max) {
     if (!value.present) return std::nullopt;
@@ -150,7 +145,7 @@ std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {
     }
     PromptRenderOptions options;
     options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
-    options.limits.arena_bytes = renderBudgetBytes(body_bytes);
+    options.limits = jinja::RenderLimits::forRequest(body_bytes);
     options.fast_path = native_rendering_;
     if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options, &renderers_)) {
         // The backend would refuse the request with the template's own words.

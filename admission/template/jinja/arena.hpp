@@ -20,6 +20,7 @@ namespace dpgate::admission::jinja {
 
 struct ArenaLimitExceeded {
     std::size_t limit_bytes;
+    const char* what = nullptr;  // the operation whose text would not fit (ensureRoom), or null
 };
 
 class Arena {
@@ -36,8 +37,13 @@ public:
         std::size_t offset = (used_ + align - 1) & ~(align - 1);
         if (blocks_.empty() || offset > capacity_ || bytes > capacity_ - offset) {
             if (bytes > kMaxBytes) throw ArenaLimitExceeded{limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes};
-            grow(bytes + align);
-            offset = (used_ + align - 1) & ~(align - 1);
+            grow(bytes, align);
+            offset = 0;
+        }
+        // Every byte counts, within a block too: a block may be much larger
+        // than what is left under the limit.
+        if (limit_bytes_ != 0 && (handed_out_ + offset > limit_bytes_ || bytes > limit_bytes_ - handed_out_ - offset)) {
+            throw ArenaLimitExceeded{limit_bytes_};
         }
         used_ = offset + bytes;
         return blocks_[current_].data.get() + offset;
@@ -54,10 +60,15 @@ public:
     // Throws ArenaLimitExceeded unless `bytes` more would fit under the
     // limit: for results built outside the arena first (a join, a repr, a
     // padded string), which land in it at the end anyway, so that a
-    // template cannot make them arbitrarily large before that.
-    void ensureRoom(std::size_t bytes) const {
+    // template cannot make them arbitrarily large before that. `what`
+    // names the operation for the refusal.
+    void ensureRoom(std::size_t bytes, const char* what = nullptr) const {
+        if (bytes > roomBytes()) throw ArenaLimitExceeded{limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes, what};
+    }
+    // How many bytes more the limit allows.
+    std::size_t roomBytes() const {
         const std::size_t limit = limit_bytes_ != 0 ? limit_bytes_ : kMaxBytes;
-        if (bytes > limit || bytesUsed() > limit - bytes) throw ArenaLimitExceeded{limit};
+        return bytesUsed() < limit ? limit - bytesUsed() : 0;
     }
 
     template <typename T, typename... Args>
@@ -79,7 +90,8 @@ public:
     // megabytes each turn; most requests need a few kilobytes).
     void reset(std::size_t keep_bytes = 8u << 20);
 
-    // 0: no limit. Counts every byte handed out since the last reset().
+    // 0: no limit. Counts every byte handed out since the last reset()
+    // (a render sets bytesUsed() + its own budget).
     void setLimit(std::size_t limit_bytes) { limit_bytes_ = limit_bytes; }
     std::size_t bytesUsed() const { return handed_out_ + used_; }
 
@@ -88,7 +100,8 @@ private:
         std::unique_ptr<char[]> data;
         std::size_t size;
     };
-    void grow(std::size_t at_least);
+    // Moves to a block with room for `bytes` at its (aligned) start.
+    void grow(std::size_t bytes, std::size_t align);
 
     std::vector<Block> blocks_;
     std::size_t current_ = 0;

@@ -4,8 +4,11 @@
 // as generators (map, select, unique, items...) return lists here; a
 // template can only tell the difference by printing the generator object.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstring>
 #include <numeric>
+#include <unordered_map>
 
 #include "admission/template/jinja/builtins.hpp"
 #include "admission/template/jinja/methods.hpp"
@@ -39,6 +42,15 @@ std::int64_t intArg(Renderer& r, const Args& args, std::size_t index, std::strin
     r.fail("'" + std::string(Renderer::typeName(*v)) + "' object cannot be interpreted as an integer");
 }
 
+// The int a part of digits names (past int64: its digits, as Python's int()).
+Value integerKey(std::string_view digits) {
+    std::int64_t value = 0;
+    const auto [end, ec] = std::from_chars(digits.data(), digits.data() + digits.size(), value);
+    if (ec == std::errc() && end == digits.data() + digits.size()) return Value::integer(value);
+    const std::size_t first = digits.find_first_not_of('0');
+    return Value::bigInteger(digits.substr(first == std::string_view::npos ? digits.size() - 1 : first));
+}
+
 // Jinja's attribute path: "a.b.0" -> getitem by each part (digits as ints).
 Value attributePath(Renderer& r, const Value& item, const Value& attribute, const Value* fallback) {
     Value current = item;
@@ -49,8 +61,7 @@ Value attributePath(Renderer& r, const Value& item, const Value& attribute, cons
             const std::string_view part = path.substr(0, dot);
             const bool digits =
                 !part.empty() && std::all_of(part.begin(), part.end(), [](char c) { return c >= '0' && c <= '9'; });
-            current = digits ? r.getitem(current, Value::integer(std::stoll(std::string(part))))
-                             : r.getitem(current, Value::string(part));
+            current = r.getitem(current, digits ? integerKey(part) : Value::string(part));
             if (fallback != nullptr && current.isUndefined()) current = *fallback;
             if (dot == std::string_view::npos) break;
             path = path.substr(dot + 1);
@@ -152,7 +163,7 @@ Value fReplace(Renderer& r, const Value& input, const Args& args) {
     const std::string_view text = r.str(input);
     const std::string_view old = r.str(*old_value);
     const std::string_view replacement = r.str(*new_value);
-    if (replacement.size() > old.size()) r.ensureRoom(pyReplacedSize(text, old, replacement, n));
+    if (replacement.size() > old.size()) r.ensureRoom(pyReplacedSize(text, old, replacement, n), "replace");
     return r.makeString(pyReplace(text, old, replacement, n));
 }
 
@@ -164,11 +175,15 @@ Value fJoin(Renderer& r, const Value& input, const Args& args) {
     std::string out;
     const std::string_view sep = separator != nullptr ? r.str(*separator) : std::string_view{};
     for (std::size_t i = 0; i < items.size(); ++i) {
-        if (i > 0) out += sep;
+        // Joins of joins multiply lengths; a separator repeats once per item.
+        if (i > 0) {
+            r.ensureRoom(out.size() + sep.size(), "join");
+            out += sep;
+        }
         const Value item =
             attribute != nullptr && !attribute->isNone() ? attributePath(r, items[i], *attribute, nullptr) : items[i];
         r.appendStr(item, out);
-        r.ensureRoom(out.size());  // joins of joins multiply lengths
+        r.ensureRoom(out.size(), "join");
     }
     return r.makeString(out);
 }
@@ -263,19 +278,51 @@ Value fSort(Renderer& r, const Value& input, const Args& args) {
     return listFrom(r, items);
 }
 
+// A hash of a scalar consistent with Python's == (1 == 1.0 == True, and a
+// float equal to a big integer hashes as its digits).
+std::uint64_t scalarHash(const Value& v) {
+    auto ofInt = [](std::int64_t i) { return static_cast<std::uint64_t>(i) * 0x9e3779b97f4a7c15ull; };
+    switch (v.kind()) {
+        case ValueKind::string: return dictKeyHash(v.text());
+        case ValueKind::boolean: return ofInt(v.asBool() ? 1 : 0);
+        case ValueKind::integer: return ofInt(v.asInt());
+        case ValueKind::big_integer: return dictKeyHash(v.text());
+        case ValueKind::floating: {
+            const double f = v.asFloat();
+            if (std::isfinite(f) && f == std::trunc(f)) {
+                if (std::fabs(f) < 9223372036854775808.0) return ofInt(static_cast<std::int64_t>(f));
+                char digits[400];
+                const auto [end, ec] = std::to_chars(digits, digits + sizeof digits, f, std::chars_format::fixed, 0);
+                if (ec == std::errc())
+                    return dictKeyHash(std::string_view(digits, static_cast<std::size_t>(end - digits)));
+            }
+            std::uint64_t bits = 0;
+            std::memcpy(&bits, &f, sizeof bits);
+            return bits;
+        }
+        case ValueKind::namespace_: return reinterpret_cast<std::uintptr_t>(&v.asNamespace());
+        case ValueKind::callable: return reinterpret_cast<std::uintptr_t>(&v.asCallable());
+        default: return static_cast<std::uint64_t>(v.kind());
+    }
+}
+
+// Python's set(): an item is new unless an equal one came before. Hashed,
+// so that n distinct items cost n comparisons, not n^2.
 Value fUnique(Renderer& r, const Value& input, const Args& args) {
     const bool case_sensitive = boolArg(r, args, 0, "case_sensitive", false);
     const Value* attribute = args.get(1, "attribute");
     std::vector<Value> items;
     r.iterate(input, items);
-    std::vector<Value> seen;
+    std::unordered_multimap<std::uint64_t, Value> seen;
     std::vector<Value> out;
     for (const Value& item : items) {
         Value key = attribute != nullptr && !attribute->isNone() ? attributePath(r, item, *attribute, nullptr) : item;
         if (!case_sensitive) key = lowerIfString(r, key);
         if (key.isList() || key.isDict()) r.fail("unhashable type: '" + std::string(Renderer::typeName(key)) + "'");
-        if (std::any_of(seen.begin(), seen.end(), [&](const Value& s) { return r.equals(s, key); })) continue;
-        seen.push_back(key);
+        const std::uint64_t hash = scalarHash(key);
+        const auto [first, last] = seen.equal_range(hash);
+        if (std::any_of(first, last, [&](const auto& entry) { return r.equals(entry.second, key); })) continue;
+        seen.emplace(hash, key);
         out.push_back(item);
     }
     return listFrom(r, out);
@@ -297,6 +344,8 @@ Value fMap(Renderer& r, const Value& input, const Args& args) {
     }
     if (args.positional.empty()) r.fail("map requires a filter argument");
     const std::string_view filter = r.str(args.positional[0]);
+    // map('map', ...) nests: what each level keeps while the next runs counts.
+    const Renderer::Held held(r, (2 * items.size() + args.size()) * sizeof(Value), "map");
     CallArgs rest;
     rest.positional.assign(args.positional.begin() + 1, args.positional.end());
     rest.keywords = args.keywords;
@@ -344,8 +393,14 @@ Value fTojson(Renderer& r, const Value& input, const Args& args) {
         if (indent->isString()) {
             options.indent = std::string(indent->text());
         } else if (indent->kind() == ValueKind::integer || indent->isBool()) {
+            // Python's ' ' * indent: any size, and the dump's text is
+            // bounded before each line is written.
             const std::int64_t n = indent->isBool() ? (indent->asBool() ? 1 : 0) : indent->asInt();
-            options.indent = std::string(static_cast<std::size_t>(std::clamp<std::int64_t>(n, 0, 1024)), ' ');
+            const std::size_t width = static_cast<std::size_t>(std::max<std::int64_t>(n, 0));
+            r.ensureRoom(width, "tojson indent");
+            options.indent = std::string(width, ' ');
+        } else if (indent->kind() == ValueKind::big_integer) {
+            r.ensureRoom(Arena::kMaxBytes + 1, "tojson indent");
         } else {
             r.fail("indent must be an int or a str");
         }
@@ -358,6 +413,7 @@ Value fTojson(Renderer& r, const Value& input, const Args& args) {
     options.sort_keys = boolArg(r, args, 3, "sort_keys", false);
     options.callable_type_name = &Renderer::typeName;
     options.room = &r.arena();
+    options.work = &r.work();
     std::string out;
     if (auto error = pyJsonDumps(input, options, out)) r.fail(*error);
     return r.makeString(out);
@@ -494,34 +550,53 @@ Value fReverse(Renderer& r, const Value& input, const Args&) {
 
 Value fIndent(Renderer& r, const Value& input, const Args& args) {
     const Value* width = args.get(0, "width");
-    std::string indention(4, ' ');
+    std::string_view indention = "    ";
+    std::string spaces;
     if (width != nullptr && width->isString()) {
-        indention = std::string(width->text());
+        indention = width->text();
     } else if (width != nullptr) {
-        indention = std::string(
-            static_cast<std::size_t>(std::clamp<std::int64_t>(intArg(r, args, 0, "width", 4), 0, 4096)), ' ');
+        // Python's ' ' * width, of any size: the result is sized before it is built.
+        const std::size_t n = static_cast<std::size_t>(std::max<std::int64_t>(intArg(r, args, 0, "width", 4), 0));
+        r.ensureRoom(n, "indent");
+        spaces.assign(n, ' ');
+        indention = spaces;
     }
     const bool first = boolArg(r, args, 1, "first", false);
     const bool blank = boolArg(r, args, 2, "blank", false);
-    std::string text(r.str(input));
+    const std::string_view input_text = r.str(input);
+    r.ensureRoom(input_text.size() + 1, "indent");
+    std::string text(input_text);
     text += '\n';
     const std::vector<std::string_view> lines = pySplitlines(text, false);
+    // The result's size: every line, a newline between lines, the
+    // indention before each indented one.
+    std::size_t indented = first ? 1 : 0;
+    std::size_t size = 0;
+    for (std::size_t i = 0; i < lines.size(); ++i) {
+        size += lines[i].size() + (i > 0 ? 1 : 0);
+        if (i > 0 && (blank || !lines[i].empty())) ++indented;
+    }
+    if (!indention.empty() && indented > (Arena::kMaxBytes - size) / indention.size()) {
+        r.ensureRoom(Arena::kMaxBytes + 1, "indent");
+    }
+    r.ensureRoom(size + indented * indention.size(), "indent");
+    r.step(lines.size());
     std::string out;
+    out.reserve(size + indented * indention.size());
+    if (first) out += indention;
     for (std::size_t i = 0; i < lines.size(); ++i) {
         if (i > 0) {
             out += '\n';
             if (blank || !lines[i].empty()) out += indention;
         }
         out += lines[i];
-        r.ensureRoom(out.size());
     }
-    if (first) out.insert(0, indention);
     return r.makeString(out);
 }
 
 Value fCenter(Renderer& r, const Value& input, const Args& args) {
     const std::int64_t width = intArg(r, args, 0, "width", 80);
-    r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)));
+    r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(width, 0)), "center");
     return r.makeString(pyCenter(r.str(input), width));
 }
 
@@ -547,16 +622,22 @@ Value fBatch(Renderer& r, const Value& input, const Args& args) {
     const Value* fill = args.get(1, "fill_with");
     std::vector<Value> items;
     r.iterate(input, items);
+    const bool filled = fill != nullptr && !fill->isNone();
+    const std::size_t per_row = static_cast<std::size_t>(count);
+    // The last row is padded to `linecount` items: sized before it is built.
+    if (filled && !items.empty()) {
+        if (per_row > Arena::kMaxBytes / sizeof(Value)) r.ensureRoom(Arena::kMaxBytes + 1, "batch");
+        r.ensureRoom(per_row * sizeof(Value), "batch");
+    }
     ListBuilder out(r.arena());
-    for (std::size_t i = 0; i < items.size(); i += static_cast<std::size_t>(count)) {
-        ListBuilder row(r.arena());
-        for (std::size_t k = 0; k < static_cast<std::size_t>(count); ++k) {
-            if (i + k < items.size()) {
-                row.push(items[i + k]);
-            } else if (fill != nullptr && !fill->isNone()) {
-                row.push(*fill);
-            }
+    for (std::size_t i = 0; i < items.size(); i += std::min(per_row, items.size() - i)) {
+        const std::size_t taken = std::min(per_row, items.size() - i);
+        ListBuilder row(r.arena(), filled ? per_row : taken);
+        for (std::size_t k = 0; k < taken; ++k) row.push(items[i + k]);
+        if (filled) {
+            for (std::size_t k = taken; k < per_row; ++k) row.push(*fill);
         }
+        r.step(1 + ((filled ? per_row : taken) >> 4));
         out.push(row.finish());
     }
     return out.finish();
@@ -579,15 +660,27 @@ Value fAttr(Renderer& r, const Value& input, const Args& args) {
 
 Value fEscape(Renderer& r, const Value& input, const Args&) {
     const std::string_view text = r.str(input);
-    std::string out;
-    for (char c : text) {
+    auto escaped = [](char c) -> std::string_view {
         switch (c) {
-            case '&': out += "&amp;"; break;
-            case '<': out += "&lt;"; break;
-            case '>': out += "&gt;"; break;
-            case '"': out += "&#34;"; break;
-            case '\'': out += "&#39;"; break;
-            default: out += c;
+            case '&': return "&amp;";
+            case '<': return "&lt;";
+            case '>': return "&gt;";
+            case '"': return "&#34;";
+            case '\'': return "&#39;";
+            default: return {};
+        }
+    };
+    std::size_t size = 0;
+    for (char c : text) size += escaped(c).empty() ? 1 : escaped(c).size();
+    r.ensureRoom(size, "escape");
+    std::string out;
+    out.reserve(size);
+    for (char c : text) {
+        const std::string_view entity = escaped(c);
+        if (entity.empty()) {
+            out += c;
+        } else {
+            out += entity;
         }
     }
     return r.makeString(out);
@@ -629,7 +722,7 @@ Value fFormat(Renderer& r, const Value& input, const Args& args) {
         } else {
             r.fail(std::string("unsupported format character '") + conv + "'");
         }
-        r.ensureRoom(out.size());
+        r.ensureRoom(out.size(), "format");
     }
     if (next < args.positional.size()) r.fail("not all arguments converted during string formatting");
     return r.makeString(out);

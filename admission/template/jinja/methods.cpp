@@ -225,7 +225,9 @@ void appendFormatted(Renderer& r, const Value& v, std::string_view spec, std::st
     if (align == 0) align = number ? '>' : '<';
     const std::int64_t length = static_cast<std::int64_t>(codePointCount(body) + codePointCount(sign_text));
     const std::int64_t pad = std::max<std::int64_t>(0, width - length);
-    r.ensureRoom(out.size() + static_cast<std::size_t>(pad) * fill.size());
+    if (static_cast<std::uint64_t>(pad) > Arena::kMaxBytes) r.ensureRoom(Arena::kMaxBytes + 1, "format width");
+    r.ensureRoom(out.size() + body.size() + sign_text.size() + static_cast<std::size_t>(pad) * fill.size(),
+                 "format width");
     auto repeat = [&](std::int64_t n) {
         for (std::int64_t k = 0; k < n; ++k) out += fill;
     };
@@ -293,7 +295,7 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
             const std::string_view old = strArg(r, args, 0, name);
             const std::string_view replacement = strArg(r, args, 1, name);
             if (replacement.size() > old.size())
-                r.ensureRoom(pyReplacedSize(text, old, replacement, count.value_or(-1)));
+                r.ensureRoom(pyReplacedSize(text, old, replacement, count.value_or(-1)), "replace");
             return r.makeString(pyReplace(text, old, replacement, count.value_or(-1)));
         }
         case MethodId::str_find:
@@ -315,12 +317,23 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
             if (items == nullptr) r.fail("join() takes exactly one argument (0 given)");
             std::vector<Value> values;
             r.iterate(*items, values);
-            std::string out;
+            // The result's size first: the separator repeats once per item.
+            std::size_t size = 0;
             for (std::size_t i = 0; i < values.size(); ++i) {
                 if (!values[i].isString()) {
                     r.fail("sequence item " + std::to_string(i) + ": expected str instance, " +
                            std::string(Renderer::typeName(values[i])) + " found");
                 }
+                const std::size_t more = values[i].text().size() + (i > 0 ? text.size() : 0);
+                if (more > r.arena().roomBytes() || size > r.arena().roomBytes() - more) {
+                    r.ensureRoom(Arena::kMaxBytes + 1, "join");
+                }
+                size += more;
+            }
+            r.step(Renderer::scanSteps(size));
+            std::string out;
+            out.reserve(size);
+            for (std::size_t i = 0; i < values.size(); ++i) {
                 if (i > 0) out += text;
                 out += values[i].text();
             }
@@ -347,7 +360,8 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
                 }
                 fill = f->text();
             }
-            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)) * fill.size());
+            if (*width > static_cast<std::int64_t>(Arena::kMaxBytes)) r.ensureRoom(Arena::kMaxBytes + 1, "padding");
+            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)) * fill.size(), "padding");
             if (method == MethodId::str_center) return r.makeString(pyCenter(text, *width, fill));
             if (method == MethodId::str_ljust) return r.makeString(pyLjust(text, *width, fill));
             return r.makeString(pyRjust(text, *width, fill));
@@ -355,7 +369,7 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
         case MethodId::str_zfill: {
             const std::optional<std::int64_t> width = optionalInt(r, args, 0, "width");
             if (!width) r.fail("zfill() takes exactly one argument (0 given)");
-            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)));
+            r.ensureRoom(static_cast<std::size_t>(std::max<std::int64_t>(*width, 0)), "padding");
             return r.makeString(pyZfill(text, *width));
         }
         case MethodId::str_partition:
@@ -413,16 +427,20 @@ Value strMethod(Renderer& r, MethodId method, std::string_view name, std::string
                         field = field.substr(0, colon);
                     }
                     const Value* v = nullptr;
+                    std::size_t index = 0;
                     if (field.empty()) {
                         v = args.get(auto_index++, {});
                     } else if (std::all_of(field.begin(), field.end(), [](char d) { return d >= '0' && d <= '9'; })) {
-                        v = args.get(static_cast<std::size_t>(std::stoul(std::string(field))), {});
+                        // Past size_t the index is out of range all the same.
+                        const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), index);
+                        v = ec == std::errc() ? args.get(index, {}) : nullptr;
                     } else {
                         v = args.keyword(field);
                     }
                     if (v == nullptr)
                         r.fail("Replacement index " + std::string(field) + " out of range for positional args tuple");
                     appendFormatted(r, *v, spec, out);
+                    r.ensureRoom(out.size(), "format");
                     i = close;
                 } else if (c == '}') {
                     r.fail("Single '}' encountered in format string");
@@ -458,6 +476,8 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
         r.fail("access to attribute '" + std::string(name) + "' of '" + std::string(Renderer::typeName(self)) +
                "' object is unsafe.");
     }
+    // A string method goes through its text once or a few times.
+    r.step(self.isString() ? Renderer::scanSteps(self.text().size()) : 1);
     if (self.isString()) return strMethod(r, method, name, self.text(), args);
     if (self.isDict()) {
         const DictData& dict = self.asDict();
@@ -469,6 +489,7 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
                 if (key->isString()) {
                     if (const Value* found = dict.find(key->text())) return *found;
                 } else {
+                    r.step(dict.size);
                     for (std::size_t i = 0; i < dict.size; ++i) {
                         if (r.equals(dict.keys[i], *key)) return dict.values[i];
                     }
@@ -497,12 +518,14 @@ Value callMethod(Renderer& r, MethodId method, std::string_view name, const Valu
             case MethodId::list_count: {
                 const Value* item = args.get(0, {});
                 if (item == nullptr) r.fail("count() takes exactly one argument (0 given)");
+                r.step(list.size);
                 return Value::integer(
                     std::count_if(list.begin(), list.end(), [&](const Value& v) { return r.equals(v, *item); }));
             }
             case MethodId::list_index: {
                 const Value* item = args.get(0, {});
                 if (item == nullptr) r.fail("index expected at least 1 argument, got 0");
+                r.step(list.size);
                 for (std::size_t i = 0; i < list.size; ++i) {
                     if (r.equals(list.items[i], *item)) return Value::integer(static_cast<std::int64_t>(i));
                 }

@@ -89,9 +89,31 @@ private:
 
     Expr& expr(ExprKind kind) { return t_.newExpr(kind, current().line); }
 
+    // Levels of nesting taken while it lives: one per deeper() call, each
+    // checked against kMaxTemplateNesting.
+    class Depth {
+    public:
+        explicit Depth(Parser& parser) : parser_(parser) {}
+        ~Depth() { parser_.depth_ -= taken_; }
+        Depth(const Depth&) = delete;
+        Depth& operator=(const Depth&) = delete;
+        void deeper() {
+            ++taken_;
+            if (++parser_.depth_ > kMaxTemplateNesting) {
+                parser_.fail("the template nests more than " + std::to_string(kMaxTemplateNesting) + " levels deep");
+            }
+        }
+
+    private:
+        Parser& parser_;
+        unsigned taken_ = 0;
+    };
+
     // --- statements -------------------------------------------------------
 
     Body subparse(std::initializer_list<std::string_view> end_tokens) {
+        Depth depth(*this);
+        depth.deeper();
         Body body;
         Stmt* output = nullptr;
         auto outputStmt = [&]() -> Stmt& {
@@ -398,7 +420,9 @@ private:
     }
 
     Target parseTargetPrimary() {
+        Depth depth(*this);
         if (skipOp("(")) {
+            depth.deeper();
             Target inner = parseAssignTarget(true, false, {}, false);
             expectOp(")");
             return inner;
@@ -430,6 +454,8 @@ private:
 
     const Expr* parseTuple(bool simplified, bool with_condexpr, std::initializer_list<std::string_view> extra_end,
                            bool explicit_parentheses) {
+        Depth depth(*this);
+        depth.deeper();
         const int line = current().line;
         std::vector<const Expr*> items;
         bool is_tuple = false;
@@ -453,8 +479,10 @@ private:
     }
 
     const Expr* parseCondExpr() {
+        Depth depth(*this);
         const Expr* e1 = parseOr();
         while (skipName("if")) {
+            depth.deeper();
             const Expr* test = parseOr();
             const Expr* otherwise = skipName("else") ? parseCondExpr() : nullptr;
             Expr& e = expr(ExprKind::cond);
@@ -474,8 +502,10 @@ private:
     }
 
     const Expr* parseOr() {
+        Depth depth(*this);
         const Expr* left = parseAnd();
         while (isName("or")) {
+            depth.deeper();
             const int line = next().line;
             left = binary(ExprKind::or_, left, parseAnd(), line);
         }
@@ -483,8 +513,10 @@ private:
     }
 
     const Expr* parseAnd() {
+        Depth depth(*this);
         const Expr* left = parseNot();
         while (isName("and")) {
+            depth.deeper();
             const int line = next().line;
             left = binary(ExprKind::and_, left, parseNot(), line);
         }
@@ -493,6 +525,8 @@ private:
 
     const Expr* parseNot() {
         if (isName("not")) {
+            Depth depth(*this);
+            depth.deeper();
             const int line = next().line;
             Expr& e = t_.newExpr(ExprKind::not_, line);
             e.a = parseNot();
@@ -541,8 +575,10 @@ private:
     }
 
     const Expr* parseMath1() {
+        Depth depth(*this);
         const Expr* left = parseConcat();
         while (isOp("+") || isOp("-")) {
+            depth.deeper();
             const ExprKind kind = current().text == "+" ? ExprKind::add : ExprKind::sub;
             const int line = next().line;
             left = binary(kind, left, parseConcat(), line);
@@ -561,6 +597,7 @@ private:
     }
 
     const Expr* parseMath2() {
+        Depth depth(*this);
         const Expr* left = parsePow();
         for (;;) {
             ExprKind kind;
@@ -575,6 +612,7 @@ private:
             } else {
                 break;
             }
+            depth.deeper();
             const int line = next().line;
             left = binary(kind, left, parsePow(), line);
         }
@@ -582,8 +620,10 @@ private:
     }
 
     const Expr* parsePow() {
+        Depth depth(*this);
         const Expr* left = parseUnary(true);
         while (isOp("**")) {
+            depth.deeper();
             const int line = next().line;
             left = binary(ExprKind::pow, left, parseUnary(true), line);
         }
@@ -591,8 +631,10 @@ private:
     }
 
     const Expr* parseUnary(bool with_filter) {
+        Depth depth(*this);
         const Expr* node;
         if (isOp("-") || isOp("+")) {
+            depth.deeper();
             const ExprKind kind = current().text == "-" ? ExprKind::neg : ExprKind::pos;
             const int line = next().line;
             Expr& e = t_.newExpr(kind, line);
@@ -666,6 +708,8 @@ private:
     }
 
     const Expr* parseList() {
+        Depth depth(*this);
+        depth.deeper();
         const int line = next().line;
         Expr& e = t_.newExpr(ExprKind::list, line);
         while (!isOp("]")) {
@@ -678,6 +722,8 @@ private:
     }
 
     const Expr* parseDict() {
+        Depth depth(*this);
+        depth.deeper();
         const int line = next().line;
         Expr& e = t_.newExpr(ExprKind::dict, line);
         while (!isOp("}")) {
@@ -691,8 +737,11 @@ private:
         return &e;
     }
 
+    // Each subscript, call, filter or test wraps the node so far: one level more.
     const Expr* parsePostfix(const Expr* node) {
+        Depth depth(*this);
         for (;;) {
+            if (isOp(".") || isOp("[") || isOp("(")) depth.deeper();
             if (isOp(".") || isOp("[")) {
                 node = parseSubscript(node);
             } else if (isOp("(")) {
@@ -704,7 +753,9 @@ private:
     }
 
     const Expr* parseFilterExpr(const Expr* node) {
+        Depth depth(*this);
         for (;;) {
+            if (isOp("|") || isName("is") || isOp("(")) depth.deeper();
             if (isOp("|")) {
                 node = parseFilter(node, false);
             } else if (isName("is")) {
@@ -812,7 +863,9 @@ private:
     }
 
     const Expr* parseFilter(const Expr* node, bool start_inline) {
+        Depth depth(*this);
         while (isOp("|") || start_inline) {
+            depth.deeper();
             if (!start_inline) next();
             const int line = current().line;
             std::string name(expectAnyName());
@@ -858,6 +911,7 @@ private:
     Template& t_;
     std::vector<Token>& tokens_;
     std::size_t pos_ = 0;
+    unsigned depth_ = 0;
 };
 
 std::uint32_t Template::nameId(std::string_view name) const {

@@ -16,10 +16,6 @@ namespace dpgate::admission::jinja {
 
 namespace {
 
-// Python recurses once per nesting level and stops at its recursion limit
-// (1,000 frames by default, which the render's own frames share).
-constexpr int kDumpMaxDepth = 1000;
-
 constexpr std::string_view kIntDigitsLimitToText =
     "Exceeds the limit (4300 digits) for integer string conversion; use sys.set_int_max_str_digits() to increase "
     "the limit";
@@ -393,6 +389,27 @@ private:
     std::optional<std::string> error_;
 };
 
+// The escaped size of `text` in a JSON string, quotes excluded.
+std::size_t jsonStringSize(std::string_view text, bool ensure_ascii) {
+    std::size_t size = 0;
+    for (std::size_t i = 0; i < text.size();) {
+        const auto c = static_cast<unsigned char>(text[i]);
+        if (c < 0x80) {
+            const bool plain = c >= 0x20 && c != '"' && c != '\\' && (!ensure_ascii || c < 0x7f);
+            const bool short_escape =
+                c == '"' || c == '\\' || c == '\n' || c == '\r' || c == '\t' || c == '\b' || c == '\f';
+            size += plain ? 1 : short_escape ? 2 : 6;
+            ++i;
+            continue;
+        }
+        const std::size_t length = c >= 0xf0 ? 4 : c >= 0xe0 ? 3 : 2;
+        size += !ensure_ascii ? length : length == 4 ? 12 : 6;
+        i += length;
+    }
+    return size;
+}
+
+// json.dumps over a value, depth first with a stack of its own.
 class JsonDumper {
 public:
     JsonDumper(const JsonDumpOptions& options, std::string& out)
@@ -402,23 +419,105 @@ public:
                                                  : std::string_view(options.indent ? "," : ", ")),
           key_separator_(options.key_separator ? std::string_view(*options.key_separator) : std::string_view(": ")) {}
 
-    std::optional<std::string> dump(const Value& value, int depth) {
+    std::optional<std::string> dump(const Value& root) {
+        if (auto error = enter(root)) return error;
+        while (!stack_.empty()) {
+            // `frame` is not used after enter(), which may move the stack.
+            Frame& frame = stack_.back();
+            const std::size_t depth = stack_.size();
+            const bool is_list = frame.list != nullptr;
+            const std::size_t size = is_list ? frame.list->size : frame.dict->size;
+            if (frame.next == size) {
+                newline(depth - 1);
+                out_ += is_list ? ']' : '}';
+                stack_.pop_back();
+                continue;
+            }
+            const std::size_t n = frame.next++;
+            if (n != 0) {
+                room(item_separator_.size(), "tojson separators");
+                out_ += item_separator_;
+                newline(depth);
+            }
+            if (is_list) {
+                if (auto error = enter(frame.list->items[n])) return error;
+                continue;
+            }
+            const std::size_t i = frame.order.empty() ? n : frame.order[n];
+            const DictData& dict = *frame.dict;
+            if (auto error = dumpKey(dict.keys[i])) return error;
+            room(key_separator_.size(), "tojson separators");
+            out_ += key_separator_;
+            if (auto error = enter(dict.values[i])) return error;
+        }
+        return std::nullopt;
+    }
+
+private:
+    struct Frame {
+        const ListData* list;
+        const DictData* dict;
+        std::vector<std::size_t> order;  // sort_keys: the entries in key order
+        std::size_t next = 0;
+    };
+
+    static std::string tooDeep() {
+        return "maximum recursion depth exceeded while encoding a JSON object (a value may nest at most " +
+               std::to_string(kMaxValueDepth) + " levels)";
+    }
+
+    // Whether `more` bytes fit after the text so far.
+    bool fits(std::size_t more) const {
+        if (options_.room == nullptr) return true;
+        const std::size_t room = options_.room->roomBytes();
+        return out_.size() <= room && more <= room - out_.size();
+    }
+    // Throws (ArenaLimitExceeded) unless `more` bytes fit after the text so far.
+    void room(std::size_t more, const char* what) const {
+        if (!fits(more)) options_.room->ensureRoom(Arena::kMaxBytes + 1, what);
+    }
+
+    // A scalar is written at once; a list or dict opens a frame.
+    std::optional<std::string> enter(const Value& value) {
+        if (options_.work != nullptr) options_.work->charge(1);
         switch (value.kind()) {
             case ValueKind::none: out_ += "null"; return std::nullopt;
             case ValueKind::boolean: out_ += value.asBool() ? "true" : "false"; return std::nullopt;
             case ValueKind::integer: appendInt(value.asInt()); return std::nullopt;
             case ValueKind::big_integer:
                 if (intDigitCount(value.text()) > kPyIntMaxStrDigits) return std::string(kIntDigitsLimitToText);
+                room(value.text().size(), "tojson");
                 out_ += value.text();
                 return std::nullopt;
             case ValueKind::floating: appendJsonFloat(value.asFloat(), out_); return std::nullopt;
-            case ValueKind::string: appendJsonString(value.text(), options_.ensure_ascii, out_); return std::nullopt;
+            case ValueKind::string: appendString(value.text()); return std::nullopt;
             case ValueKind::list:
-                if (depth >= kDumpMaxDepth) return tooDeep();
-                return dumpList(value.asList(), depth + 1);
-            case ValueKind::dict:
-                if (depth >= kDumpMaxDepth) return tooDeep();
-                return dumpDict(value.asDict(), depth + 1);
+                if (value.asList().size == 0) {
+                    out_ += "[]";
+                    return std::nullopt;
+                }
+                if (stack_.size() == kMaxValueDepth) return tooDeep();
+                stack_.push_back({&value.asList(), nullptr, {}, 0});
+                out_ += '[';
+                newline(stack_.size());
+                return std::nullopt;
+            case ValueKind::dict: {
+                const DictData& dict = value.asDict();
+                if (dict.size == 0) {
+                    out_ += "{}";
+                    return std::nullopt;
+                }
+                if (stack_.size() == kMaxValueDepth) return tooDeep();
+                std::vector<std::size_t> order;
+                if (options_.sort_keys) {
+                    if (options_.work != nullptr) options_.work->charge(dict.size);
+                    if (auto error = KeySorter(dict, options_).sort(order)) return error;
+                }
+                stack_.push_back({nullptr, &dict, std::move(order), 0});
+                out_ += '{';
+                newline(stack_.size());
+                return std::nullopt;
+            }
             case ValueKind::undefined:
             case ValueKind::namespace_:
             case ValueKind::callable: break;
@@ -426,73 +525,34 @@ public:
         return "Object of type " + std::string(pyTypeName(value, options_)) + " is not JSON serializable";
     }
 
-private:
-    static std::string tooDeep() { return "maximum recursion depth exceeded while encoding a JSON object"; }
-
     void appendInt(std::int64_t value) {
         char buf[24];
         const auto [end, ec] = std::to_chars(buf, buf + sizeof buf, value);
         out_.append(buf, end);
     }
 
-    void newline(int depth) {
+    void appendString(std::string_view text) {
+        // At most 6 bytes out per byte in; the exact size only when that bound does not fit.
+        if (text.size() > (Arena::kMaxBytes - 2) / 6 || !fits(6 * text.size() + 2)) {
+            room(jsonStringSize(text, options_.ensure_ascii) + 2, "tojson");
+        }
+        appendJsonString(text, options_.ensure_ascii, out_);
+    }
+
+    // A line break and the indent once per level, when indenting.
+    void newline(std::size_t depth) {
         if (!options_.indent) return;
+        const std::string& indent = *options_.indent;
+        if (!indent.empty() && depth > (Arena::kMaxBytes - 1) / indent.size()) room(SIZE_MAX, "tojson indent");
+        room(1 + depth * indent.size(), "tojson indent");
         out_ += '\n';
-        for (int i = 0; i < depth; ++i) out_ += *options_.indent;
-    }
-
-    // `depth` counts this container.
-    std::optional<std::string> dumpList(const ListData& list, int depth) {
-        if (list.size == 0) {
-            out_ += "[]";
-            return std::nullopt;
-        }
-        out_ += '[';
-        newline(depth);
-        for (std::size_t i = 0; i < list.size; ++i) {
-            if (i != 0) {
-                out_ += item_separator_;
-                newline(depth);
-            }
-            if (auto error = dump(list.items[i], depth)) return error;
-            if (options_.room != nullptr) options_.room->ensureRoom(out_.size());
-        }
-        newline(depth - 1);
-        out_ += ']';
-        return std::nullopt;
-    }
-
-    std::optional<std::string> dumpDict(const DictData& dict, int depth) {
-        if (dict.size == 0) {
-            out_ += "{}";
-            return std::nullopt;
-        }
-        std::vector<std::size_t> order;
-        if (options_.sort_keys) {
-            if (auto error = KeySorter(dict, options_).sort(order)) return error;
-        }
-        out_ += '{';
-        newline(depth);
-        for (std::size_t n = 0; n < dict.size; ++n) {
-            const std::size_t i = options_.sort_keys ? order[n] : n;
-            if (n != 0) {
-                out_ += item_separator_;
-                newline(depth);
-            }
-            if (auto error = dumpKey(dict.keys[i])) return error;
-            out_ += key_separator_;
-            if (auto error = dump(dict.values[i], depth)) return error;
-            if (options_.room != nullptr) options_.room->ensureRoom(out_.size());
-        }
-        newline(depth - 1);
-        out_ += '}';
-        return std::nullopt;
+        for (std::size_t i = 0; i < depth; ++i) out_ += indent;
     }
 
     // JSON keys are strings: Python converts the other scalar keys.
     std::optional<std::string> dumpKey(const Value& key) {
         switch (key.kind()) {
-            case ValueKind::string: appendJsonString(key.text(), options_.ensure_ascii, out_); return std::nullopt;
+            case ValueKind::string: appendString(key.text()); return std::nullopt;
             case ValueKind::floating:
                 out_ += '"';
                 appendJsonFloat(key.asFloat(), out_);
@@ -503,7 +563,7 @@ private:
             case ValueKind::integer:
             case ValueKind::big_integer: {
                 out_ += '"';
-                if (auto error = dump(key, 0)) return error;
+                if (auto error = enter(key)) return error;
                 out_ += '"';
                 return std::nullopt;
             }
@@ -515,6 +575,7 @@ private:
     std::string& out_;
     std::string_view item_separator_;
     std::string_view key_separator_;
+    std::vector<Frame> stack_;
 };
 
 // ------------------------------------------------------------- json.loads
@@ -531,7 +592,7 @@ public:
             return error_;
         }
         std::size_t pos = skipWhitespace(0);
-        if (!value(pos, out, 0)) return error_;
+        if (!document(pos, out)) return error_;
         pos = skipWhitespace(pos);
         if (pos != text_.size()) {
             fail("Extra data", pos);
@@ -586,8 +647,88 @@ private:
         return false;
     }
 
-    // scan_once: a value starting at `pos` (whitespace already skipped).
-    bool value(std::size_t& pos, Value& out, int depth) {
+    // scan_once over the document, with a stack of the arrays and objects
+    // still open instead of recursion; errors as the recursive scanner
+    // meets them.
+    bool document(std::size_t& pos, Value& out) {
+        struct Open {
+            bool object;
+            std::string_view key;  // object: the key of the value being read
+        };
+        std::vector<Open> open;
+        std::vector<ListBuilder> lists;
+        std::vector<DictBuilder> dicts;
+        const std::size_t size = text_.size();
+        for (;;) {
+            // A value at `pos` (whitespace skipped).
+            Value done;
+            if (pos < size && (at(pos) == '[' || at(pos) == '{')) {
+                const bool object = at(pos) == '{';
+                if (open.size() >= static_cast<std::size_t>(kJsonMaxDepth)) return failTooDeep(object);
+                pos = skipWhitespace(pos + 1);
+                if (pos < size && at(pos) == (object ? '}' : ']')) {
+                    ++pos;
+                    done = object ? DictBuilder(arena_).finish() : ListBuilder(arena_).finish();
+                } else {
+                    open.push_back({object, {}});
+                    if (!object) {
+                        lists.emplace_back(arena_);
+                        continue;
+                    }
+                    dicts.emplace_back(arena_);
+                    if (!key(pos, open.back().key)) return false;
+                    continue;
+                }
+            } else if (!scalar(pos, done)) {
+                return false;
+            }
+            // `done` is complete: into its container, closing those it completes.
+            for (;;) {
+                if (open.empty()) {
+                    out = done;
+                    return true;
+                }
+                Open& top = open.back();
+                pos = skipWhitespace(pos);
+                if (top.object) {
+                    dicts.back().set(top.key, done);
+                } else {
+                    lists.back().push(done);
+                }
+                if (pos < size && at(pos) == (top.object ? '}' : ']')) {
+                    ++pos;
+                    if (top.object) {
+                        done = dicts.back().finish();
+                        dicts.pop_back();
+                    } else {
+                        done = lists.back().finish();
+                        lists.pop_back();
+                    }
+                    open.pop_back();
+                    continue;
+                }
+                if (pos >= size || at(pos) != ',') return fail("Expecting ',' delimiter", pos);
+                pos = skipWhitespace(pos + 1);
+                if (top.object && !key(pos, top.key)) return false;
+                break;
+            }
+        }
+    }
+
+    // An object's `"key" :` and the whitespace after it.
+    bool key(std::size_t& pos, std::string_view& out) {
+        if (pos >= text_.size() || at(pos) != '"') {
+            return fail("Expecting property name enclosed in double quotes", pos);
+        }
+        if (!string(pos, out)) return false;
+        pos = skipWhitespace(pos);
+        if (pos >= text_.size() || at(pos) != ':') return fail("Expecting ':' delimiter", pos);
+        pos = skipWhitespace(pos + 1);
+        return true;
+    }
+
+    // A value other than an array or an object, at `pos`.
+    bool scalar(std::size_t& pos, Value& out) {
         if (pos >= text_.size()) return fail("Expecting value", pos);
         switch (at(pos)) {
             case '"': {
@@ -596,12 +737,6 @@ private:
                 out = Value::string(s);
                 return true;
             }
-            case '{':
-                if (depth >= kJsonMaxDepth) return failTooDeep(true);
-                return object(pos, out, depth + 1);
-            case '[':
-                if (depth >= kJsonMaxDepth) return failTooDeep(false);
-                return array(pos, out, depth + 1);
             case 'n':
                 if (startsWith(pos, "null")) return constant(pos, 4, Value::none(), out);
                 break;
@@ -685,52 +820,6 @@ private:
             out = jsonInt(token, arena_);
         }
         pos = i;
-        return true;
-    }
-
-    bool array(std::size_t& pos, Value& out, int depth) {
-        ListBuilder list(arena_);
-        pos = skipWhitespace(pos + 1);
-        if (pos >= text_.size() || at(pos) != ']') {
-            while (true) {
-                Value item;
-                if (!value(pos, item, depth)) return false;
-                list.push(item);
-                pos = skipWhitespace(pos);
-                if (pos < text_.size() && at(pos) == ']') break;
-                if (pos >= text_.size() || at(pos) != ',') return fail("Expecting ',' delimiter", pos);
-                pos = skipWhitespace(pos + 1);
-            }
-        }
-        ++pos;
-        out = list.finish();
-        return true;
-    }
-
-    bool object(std::size_t& pos, Value& out, int depth) {
-        DictBuilder dict(arena_);
-        pos = skipWhitespace(pos + 1);
-        if (pos >= text_.size() || at(pos) != '}') {
-            while (true) {
-                if (pos >= text_.size() || at(pos) != '"') {
-                    return fail("Expecting property name enclosed in double quotes", pos);
-                }
-                std::string_view key;
-                if (!string(pos, key)) return false;
-                pos = skipWhitespace(pos);
-                if (pos >= text_.size() || at(pos) != ':') return fail("Expecting ':' delimiter", pos);
-                pos = skipWhitespace(pos + 1);
-                Value item;
-                if (!value(pos, item, depth)) return false;
-                dict.set(key, item);
-                pos = skipWhitespace(pos);
-                if (pos < text_.size() && at(pos) == '}') break;
-                if (pos >= text_.size() || at(pos) != ',') return fail("Expecting ',' delimiter", pos);
-                pos = skipWhitespace(pos + 1);
-            }
-        }
-        ++pos;
-        out = dict.finish();
         return true;
     }
 
@@ -863,7 +952,7 @@ private:
 
 std::optional<std::string> pyJsonDumps(const Value& value, const JsonDumpOptions& options, std::string& out) {
     const std::size_t mark = out.size();
-    auto error = JsonDumper(options, out).dump(value, 0);
+    auto error = JsonDumper(options, out).dump(value);
     if (error) out.resize(mark);
     return error;
 }

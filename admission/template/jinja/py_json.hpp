@@ -32,10 +32,13 @@ struct JsonDumpOptions {
     // The Python class name of a callable, for the "not JSON serializable"
     // message ("Macro", "function", ...). Unset: "builtin_function_or_method".
     std::string_view (*callable_type_name)(const Value&) = nullptr;
-    // When set, the dump throws ArenaLimitExceeded as soon as its text would
-    // not fit in this arena's limit (a list holding the same list twice
-    // doubles the text per level: exponential in the arena's bytes).
+    // When set, the dump throws ArenaLimitExceeded before its text would
+    // outgrow this arena's room (a list holding the same list twice doubles
+    // the text per level; every line of an indented dump repeats the indent
+    // once per level).
     const Arena* room = nullptr;
+    // When set, charged a step per value written (WorkLimitExceeded past it).
+    WorkBudget* work = nullptr;
 };
 
 // json.dumps(value, ...) appended to `out`. On failure returns the message
@@ -46,9 +49,9 @@ struct JsonDumpOptions {
 //               "'<' not supported between instances of 'str' and 'int'"
 //               (sort_keys over keys that do not compare);
 //   ValueError  an int of more than kPyIntMaxStrDigits digits;
-//   RecursionError past 1,000 levels of nesting (Python's default limit,
-//               less the frames the render itself uses, so Python may fail
-//               a little earlier).
+//   RecursionError past kMaxValueDepth levels of nesting (Python stops near
+//               1,000: its default limit less the frames the render uses).
+// The dump keeps its own stack: any depth costs the thread's stack nothing.
 std::optional<std::string> pyJsonDumps(const Value& value, const JsonDumpOptions& options, std::string& out);
 
 struct JsonLoadError {
@@ -56,6 +59,8 @@ struct JsonLoadError {
     bool too_deep = false;  // nesting past kJsonMaxDepth (Python raises RecursionError)
 };
 
+// Python's scanner recurses per level and stops at its recursion limit; the
+// loader keeps its own stack and stops here.
 inline constexpr int kJsonMaxDepth = 512;
 
 // json.loads(text). `text` is valid UTF-8 (the caller checked). Strings

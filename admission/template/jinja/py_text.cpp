@@ -262,10 +262,11 @@ private:
 struct Window {
     std::int64_t start;
     std::int64_t end;
+    std::int64_t length;  // of the whole text
 };
 
 Window adjustIndices(std::optional<std::int64_t> start, std::optional<std::int64_t> end, std::int64_t length) {
-    Window w{start.value_or(0), end.value_or(kInt64Max)};
+    Window w{start.value_or(0), end.value_or(kInt64Max), length};
     if (w.end > length) {
         w.end = length;
     } else if (w.end < 0) {
@@ -277,6 +278,7 @@ Window adjustIndices(std::optional<std::int64_t> start, std::optional<std::int64
 
 // The bytes of code points [w.start, w.end); requires 0 <= start <= end.
 std::string_view windowBytes(std::string_view text, Window w) {
+    if (w.start == 0 && w.end == w.length) return text;  // no walk over the code points
     const std::size_t begin_byte = byteOffsetOf(text, w.start);
     const std::size_t end_byte = byteOffsetOf(text, w.end - w.start, begin_byte);
     return text.substr(begin_byte, end_byte - begin_byte);
@@ -635,6 +637,10 @@ std::optional<std::string_view> pyCharAt(std::string_view text, std::int64_t ind
 }
 
 // --- Search ----------------------------------------------------------------------------
+
+bool pyContains(std::string_view text, std::string_view sub) {
+    return sub.empty() || Finder(sub, false).find(text, 0) != std::string_view::npos;
+}
 
 std::int64_t pyFind(std::string_view text, std::string_view sub, std::optional<std::int64_t> start,
                     std::optional<std::int64_t> end) {

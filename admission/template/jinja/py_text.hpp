@@ -100,6 +100,8 @@ std::optional<std::string_view> pyCharAt(std::string_view text, std::int64_t ind
 // --- Search (start and end as in text[start:end]; absent is None) ----------
 
 // Code-point index of the first (last) occurrence, or -1.
+// `sub in text`: linear in the text, whatever the two hold.
+bool pyContains(std::string_view text, std::string_view sub);
 std::int64_t pyFind(std::string_view text, std::string_view sub, std::optional<std::int64_t> start = {},
                     std::optional<std::int64_t> end = {});
 std::int64_t pyRfind(std::string_view text, std::string_view sub, std::optional<std::int64_t> start = {},

@@ -25,6 +25,15 @@
 
 namespace dpgate::admission::jinja {
 
+// How deep a template may nest: blocks in blocks, brackets in brackets, the
+// operands of chained operators, filters and subscripts (`a + b + c` is
+// two levels, as Jinja2's tree has it). Python's Jinja2 stops near 75
+// nested brackets and 20 nested for loops; real chat templates nest under
+// 15. Parsing a level takes up to 1.5 KiB of stack (14 frames of the
+// descent through the precedence levels), rendering one a few hundred
+// bytes: the parser and every walk over the tree stay under 100 KiB.
+inline constexpr unsigned kMaxTemplateNesting = 64;
+
 class Template {
 public:
     // Null with `error` set ("line 3: unexpected '}'") when `source` is not a

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
+#include <vector>
 
 namespace dpgate::admission::jinja {
 
@@ -167,7 +168,10 @@ Value DictBuilder::finish() {
     return Value::dict(arena_.make<DictData>(DictData{keys_, values_, size_, index_, index_mask_}));
 }
 
-bool pyEquals(const Value& a, const Value& b) {
+namespace {
+
+// == where at most one side is a list or dict, or the containers differ in kind.
+bool scalarEquals(const Value& a, const Value& b) {
     const ValueKind ka = a.kind();
     const ValueKind kb = b.kind();
     if (a.isNumber() && b.isNumber()) {
@@ -186,36 +190,123 @@ bool pyEquals(const Value& a, const Value& b) {
         case ValueKind::undefined:
         case ValueKind::none: return true;
         case ValueKind::string: return a.text() == b.text();
-        case ValueKind::list: {
-            const ListData& la = a.asList();
-            const ListData& lb = b.asList();
-            if (la.size != lb.size || la.tuple != lb.tuple) return false;
-            for (std::size_t i = 0; i < la.size; ++i) {
-                if (!pyEquals(la.items[i], lb.items[i])) return false;
-            }
-            return true;
-        }
-        case ValueKind::dict: {
-            const DictData& da = a.asDict();
-            const DictData& db = b.asDict();
-            if (da.size != db.size) return false;
-            for (std::size_t i = 0; i < da.size; ++i) {
-                const Value* other = nullptr;
-                if (da.keys[i].isString()) {
-                    other = db.find(da.keys[i].text());
-                } else {
-                    for (std::size_t j = 0; j < db.size && other == nullptr; ++j) {
-                        if (pyEquals(da.keys[i], db.keys[j])) other = &db.values[j];
-                    }
-                }
-                if (other == nullptr || !pyEquals(da.values[i], *other)) return false;
-            }
-            return true;
-        }
         case ValueKind::namespace_: return &a.asNamespace() == &b.asNamespace();
         case ValueKind::callable: return &a.asCallable() == &b.asCallable();
         default: return false;
     }
+}
+
+// Two lists (or two dicts) being compared, element by element.
+struct EqualFrame {
+    const ListData* la;  // lists
+    const ListData* lb;
+    const DictData* da;  // dicts
+    const DictData* db;
+    std::size_t next;
+};
+
+// The value `db` holds under `key`, as a dict lookup finds it. Keys other
+// than strings are hashable (pyHashable): scalars and tuples of them, whose
+// comparison looks up no further keys.
+const Value* lookup(const DictData& db, const Value& key, WorkBudget* work) {
+    if (key.isString()) return db.find(key.text());
+    for (std::size_t j = 0; j < db.size; ++j) {
+        if (pyEquals(key, db.keys[j], work)) return &db.values[j];
+    }
+    return nullptr;
+}
+
+// Strings of the same length compare byte by byte: a step per 16 bytes.
+void chargeScan(WorkBudget* work, const Value& a, const Value& b) {
+    if (work != nullptr && a.isString() && b.isString() && a.text().size() == b.text().size()) {
+        work->charge(a.text().size() >> 4);
+    }
+}
+
+}  // namespace
+
+bool pyEquals(const Value& a, const Value& b, WorkBudget* work, std::size_t depth) {
+    if (!(a.isList() && b.isList()) && !(a.isDict() && b.isDict())) {
+        chargeScan(work, a, b);
+        return scalarEquals(a, b);
+    }
+    if (depth >= kMaxValueDepth) throw ValueTooDeep{"in comparison"};
+    const std::size_t max_frames = kMaxValueDepth - depth;
+    std::vector<EqualFrame> stack;
+    // Pushes the comparison of two containers of the same kind, or says they differ at once.
+    auto open = [&](const Value& x, const Value& y) {
+        if (x.isList()) {
+            const ListData& lx = x.asList();
+            const ListData& ly = y.asList();
+            if (lx.size != ly.size || lx.tuple != ly.tuple) return false;
+            if (&lx == &ly)
+                return true;  // the same list: every element equals itself but NaN, which Python
+                              // also takes as equal by identity
+            if (stack.size() == max_frames) throw ValueTooDeep{"in comparison"};
+            stack.push_back({&lx, &ly, nullptr, nullptr, 0});
+            return true;
+        }
+        const DictData& dx = x.asDict();
+        const DictData& dy = y.asDict();
+        if (dx.size != dy.size) return false;
+        if (&dx == &dy) return true;
+        if (stack.size() == max_frames) throw ValueTooDeep{"in comparison"};
+        stack.push_back({nullptr, nullptr, &dx, &dy, 0});
+        return true;
+    };
+    if (!open(a, b)) return false;
+    while (!stack.empty()) {
+        EqualFrame& frame = stack.back();
+        const std::size_t i = frame.next++;
+        const Value* x = nullptr;
+        const Value* y = nullptr;
+        if (frame.la != nullptr) {
+            if (i == frame.la->size) {
+                stack.pop_back();
+                continue;
+            }
+            x = &frame.la->items[i];
+            y = &frame.lb->items[i];
+        } else {
+            if (i == frame.da->size) {
+                stack.pop_back();
+                continue;
+            }
+            x = &frame.da->values[i];
+            y = lookup(*frame.db, frame.da->keys[i], work);
+            if (y == nullptr) return false;
+        }
+        if (work != nullptr) work->charge(1);
+        chargeScan(work, *x, *y);
+        const bool nested = (x->isList() && y->isList()) || (x->isDict() && y->isDict());
+        if (nested ? !open(*x, *y) : !scalarEquals(*x, *y)) return false;
+    }
+    return true;
+}
+
+const Value* pyUnhashablePart(const Value& v) {
+    if (!v.isList() && !v.isDict()) return nullptr;
+    if (v.isDict() || !v.asList().tuple) return &v;
+    // A tuple: every item, depth first.
+    struct Frame {
+        const ListData* list;
+        std::size_t next;
+    };
+    std::vector<Frame> stack{{&v.asList(), 0}};
+    while (!stack.empty()) {
+        Frame& frame = stack.back();
+        if (frame.next == frame.list->size) {
+            stack.pop_back();
+            continue;
+        }
+        const Value& item = frame.list->items[frame.next++];
+        if (item.isDict() || (item.isList() && !item.asList().tuple)) return &item;
+        if (item.isList()) {
+            if (stack.size() == kMaxValueDepth) throw ValueTooDeep{"while calling a Python object"};
+            stack.push_back({&item.asList(), 0});
+        }
+    }
+    return nullptr;
 }
 
 }  // namespace dpgate::admission::jinja

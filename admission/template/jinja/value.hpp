@@ -221,8 +221,49 @@ private:
     bool all_string_keys_ = true;
 };
 
+// Every walk over a value's nesting (==, <, repr, tojson, hashing) stops
+// this deep, as Python stops at its recursion limit (1,000 frames): rounded
+// up, so that whatever the request's JSON depth limit admits (at most 1,000
+// levels) renders. The walks keep their own stacks on the heap: no depth
+// costs the thread's stack.
+inline constexpr std::size_t kMaxValueDepth = 1024;
+
+// Thrown by a walk over a value nested deeper than kMaxValueDepth, where
+// Python raises RecursionError("maximum recursion depth exceeded <what>").
+struct ValueTooDeep {
+    std::string_view what;  // "in comparison", "while encoding a JSON object", ...
+};
+
+// Thrown when a render has done the work it may do (WorkBudget).
+struct WorkLimitExceeded {
+    std::uint64_t limit;
+};
+
+// The work one render may do, in steps: a statement, a loop iteration, a
+// call, an element an operation visits, 16 bytes it scans. Walks over values
+// charge as they go, so a value that shares its parts (a list holding the
+// same list twice, 40 levels deep, is 2^40 elements to compare) stops at
+// the budget rather than after the walk.
+struct WorkBudget {
+    std::uint64_t used = 0;
+    std::uint64_t limit = UINT64_MAX;
+
+    void charge(std::uint64_t steps) {
+        used += steps;
+        if (used > limit) throw WorkLimitExceeded{limit};
+    }
+};
+
 // Python's == for the scalar kinds, and structural equality of lists and
 // dicts (1 == 1.0 == True; "a" != 1). Undefined equals only Undefined.
-bool pyEquals(const Value& a, const Value& b);
+// Charges `work` (when given) one step per element compared; throws
+// ValueTooDeep past kMaxValueDepth levels, counting `depth` levels a caller
+// already went down to reach `a` and `b`.
+bool pyEquals(const Value& a, const Value& b, WorkBudget* work = nullptr, std::size_t depth = 0);
+
+// What keeps Python from hashing `v` (a dict key, a set member): `v` if it
+// is a list or a dict, the first list or dict inside a tuple, or null when
+// it hashes. Throws ValueTooDeep past kMaxValueDepth.
+const Value* pyUnhashablePart(const Value& v);
 
 }  // namespace dpgate::admission::jinja

@@ -5,6 +5,7 @@
 #include <charconv>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "admission/template/jinja/callable.hpp"
 #include "admission/template/jinja/methods.hpp"
@@ -106,48 +107,24 @@ void Renderer::appendStr(const Value& v, std::string& out) {
     }
 }
 
+namespace {
+
+// One list, tuple, dict or namespace whose repr is being written.
+struct ReprFrame {
+    const Value* v;
+    std::size_t next;
+    bool value_next;  // dict, namespace: the key is written, its value is next
+};
+
+}  // namespace
+
 void Renderer::appendRepr(const Value& v, std::string& out) {
     switch (v.kind()) {
+        case ValueKind::list:
+        case ValueKind::dict:
+        case ValueKind::namespace_: break;
         case ValueKind::string: out += pyRepr(v.text()); return;
         case ValueKind::undefined: out += "Undefined"; return;
-        case ValueKind::list: {
-            const ListData& list = v.asList();
-            out += list.tuple ? '(' : '[';
-            for (std::size_t i = 0; i < list.size; ++i) {
-                if (i > 0) out += ", ";
-                appendRepr(list.items[i], out);
-                ensureRoom(out.size());  // shared sublists make the text exponential in the arena's bytes
-            }
-            if (list.tuple && list.size == 1) out += ',';
-            out += list.tuple ? ')' : ']';
-            return;
-        }
-        case ValueKind::dict: {
-            const DictData& dict = v.asDict();
-            out += '{';
-            for (std::size_t i = 0; i < dict.size; ++i) {
-                if (i > 0) out += ", ";
-                appendRepr(dict.keys[i], out);
-                out += ": ";
-                appendRepr(dict.values[i], out);
-                ensureRoom(out.size());
-            }
-            out += '}';
-            return;
-        }
-        case ValueKind::namespace_: {
-            const NamespaceData& ns = v.asNamespace();
-            out += "<Namespace {";
-            for (std::size_t i = 0; i < ns.size; ++i) {
-                if (i > 0) out += ", ";
-                out += pyRepr(ns.names[i]);
-                out += ": ";
-                appendRepr(ns.values[i], out);
-                ensureRoom(out.size());
-            }
-            out += "}>";
-            return;
-        }
         case ValueKind::callable: {
             const CallableData& c = v.asCallable();
             if (c.kind == CallableData::Kind::macro || c.kind == CallableData::Kind::caller) {
@@ -167,7 +144,61 @@ void Renderer::appendRepr(const Value& v, std::string& out) {
             }
             return;
         }
-        default: appendStr(v, out);
+        default: appendStr(v, out); return;
+    }
+    // Containers, depth first with a stack of their own.
+    std::vector<ReprFrame> stack;
+    auto enter = [&](const Value& item) {
+        switch (item.kind()) {
+            case ValueKind::list: out += item.asList().tuple ? '(' : '['; break;
+            case ValueKind::dict: out += '{'; break;
+            case ValueKind::namespace_: out += "<Namespace {"; break;
+            default: appendRepr(item, out); return;
+        }
+        if (stack.size() == kMaxValueDepth) throw ValueTooDeep{"while getting the repr of an object"};
+        stack.push_back({&item, 0, false});
+    };
+    enter(v);
+    while (!stack.empty()) {
+        // `frame` is not used after enter(), which may move the stack.
+        ReprFrame& frame = stack.back();
+        const Value& container = *frame.v;
+        step();
+        // Shared sublists make the text exponential in the arena's bytes.
+        ensureRoom(out.size(), "repr");
+        if (container.isList()) {
+            const ListData& list = container.asList();
+            if (frame.next == list.size) {
+                if (list.tuple && list.size == 1) out += ',';
+                out += list.tuple ? ')' : ']';
+                stack.pop_back();
+                continue;
+            }
+            if (frame.next > 0) out += ", ";
+            enter(list.items[frame.next++]);
+            continue;
+        }
+        const bool is_dict = container.isDict();
+        const std::size_t size = is_dict ? container.asDict().size : container.asNamespace().size;
+        if (frame.value_next) {
+            out += ": ";
+            frame.value_next = false;
+            const std::size_t i = frame.next++;
+            enter(is_dict ? container.asDict().values[i] : container.asNamespace().values[i]);
+            continue;
+        }
+        if (frame.next == size) {
+            out += is_dict ? "}" : "}>";
+            stack.pop_back();
+            continue;
+        }
+        if (frame.next > 0) out += ", ";
+        frame.value_next = true;
+        if (is_dict) {
+            enter(container.asDict().keys[frame.next]);
+        } else {
+            out += pyRepr(container.asNamespace().names[frame.next]);
+        }
     }
 }
 
@@ -183,14 +214,24 @@ void Renderer::iterate(const Value& v, std::vector<Value>& items) {
     items.clear();
     switch (v.kind()) {
         case ValueKind::undefined: return;
-        case ValueKind::list: items.assign(v.asList().begin(), v.asList().end()); return;
+        case ValueKind::list:
+            step(1 + (v.asList().size >> 2));
+            items.assign(v.asList().begin(), v.asList().end());
+            return;
         case ValueKind::dict: {
             const DictData& dict = v.asDict();
+            step(1 + (dict.size >> 2));
             items.assign(dict.keys, dict.keys + dict.size);
             return;
         }
         case ValueKind::string: {
             const std::string_view text = v.text();
+            // A Value per character: 24 times the text, outside the arena.
+            const std::size_t characters = codePointCount(text);
+            if (characters > Arena::kMaxBytes / sizeof(Value)) ensureRoom(Arena::kMaxBytes, "characters of a string");
+            ensureRoom(characters * sizeof(Value), "characters of a string");
+            step(scanSteps(text.size()) + (characters >> 2));
+            items.reserve(characters);
             for (std::size_t i = 0; i < text.size();) {
                 std::size_t length = 1;
                 const auto b0 = static_cast<unsigned char>(text[i]);
@@ -205,6 +246,31 @@ void Renderer::iterate(const Value& v, std::vector<Value>& items) {
                 i += length;
             }
             return;
+        }
+        default: fail("'" + std::string(typeName(v)) + "' object is not iterable");
+    }
+}
+
+Value Renderer::sequence(const Value& v) {
+    switch (v.kind()) {
+        case ValueKind::list: return v;
+        case ValueKind::undefined: {
+            static constexpr ListData kNothing{nullptr, 0, false};
+            return Value::list(&kNothing);
+        }
+        case ValueKind::dict:
+            return Value::list(arena_.make<ListData>(ListData{v.asDict().keys, v.asDict().size, false}));
+        case ValueKind::string: {
+            const std::string_view text = v.text();
+            step(scanSteps(text.size()));
+            ListBuilder characters(arena_, codePointCount(text));
+            for (std::size_t i = 0; i < text.size();) {
+                const auto b0 = static_cast<unsigned char>(text[i]);
+                const std::size_t length = b0 >= 0xf0 ? 4 : b0 >= 0xe0 ? 3 : b0 >= 0xc0 ? 2 : 1;
+                characters.push(Value::string(text.substr(i, length)));
+                i += length;
+            }
+            return characters.finish();
         }
         default: fail("'" + std::string(typeName(v)) + "' object is not iterable");
     }
@@ -252,6 +318,7 @@ Value Renderer::getitem(const Value& obj, const Value& key) {
             if (key.isString()) {
                 if (const Value* found = dict.find(key.text())) return *found;
             } else {
+                step(1 + dict.size);
                 for (std::size_t i = 0; i < dict.size; ++i) {
                     if (equals(dict.keys[i], key)) return dict.values[i];
                 }
@@ -284,9 +351,23 @@ Value Renderer::getitem(const Value& obj, const Value& key) {
     return Value::undefined(arena_.copy(message));
 }
 
-bool Renderer::equals(const Value& a, const Value& b) const { return pyEquals(a, b); }
-
-int Renderer::compare(const Value& a, const Value& b, std::string_view op) {
+int Renderer::compare(const Value& left, const Value& right, std::string_view op) {
+    // Lists compare at their first unequal items: a loop down the nesting.
+    const Value* pa = &left;
+    const Value* pb = &right;
+    for (std::size_t depth = 0; pa->isList() && pb->isList() && pa->asList().tuple == pb->asList().tuple; ++depth) {
+        if (depth == kMaxValueDepth) throw ValueTooDeep{"in comparison"};
+        const ListData& x = pa->asList();
+        const ListData& y = pb->asList();
+        std::size_t i = 0;
+        while (i < x.size && i < y.size && pyEquals(x.items[i], y.items[i], &work_, depth + 1)) ++i;
+        step(1 + i);
+        if (i == x.size || i == y.size) return x.size < y.size ? -1 : x.size > y.size ? 1 : 0;
+        pa = &x.items[i];
+        pb = &y.items[i];
+    }
+    const Value& a = *pa;
+    const Value& b = *pb;
     if (a.isUndefined()) failUndefined(a);
     if (b.isUndefined()) failUndefined(b);
     if (a.isNumber() && b.isNumber()) {
@@ -301,17 +382,9 @@ int Renderer::compare(const Value& a, const Value& b, std::string_view op) {
         return x < y ? -1 : x > y ? 1 : 0;
     }
     if (a.isString() && b.isString()) {
+        step(scanSteps(std::min(a.text().size(), b.text().size())));
         const int c = a.text().compare(b.text());  // UTF-8 byte order is code point order
         return c < 0 ? -1 : c > 0 ? 1 : 0;
-    }
-    if (a.isList() && b.isList() && a.asList().tuple == b.asList().tuple) {
-        const ListData& x = a.asList();
-        const ListData& y = b.asList();
-        for (std::size_t i = 0; i < x.size && i < y.size; ++i) {
-            if (equals(x.items[i], y.items[i])) continue;
-            return compare(x.items[i], y.items[i], op);
-        }
-        return x.size < y.size ? -1 : x.size > y.size ? 1 : 0;
     }
     fail("'" + std::string(op) + "' not supported between instances of '" + std::string(typeName(a)) + "' and '" +
          std::string(typeName(b)) + "'");
@@ -324,13 +397,16 @@ bool Renderer::contains(const Value& container, const Value& item) {
             if (!item.isString()) {
                 fail("'in <string>' requires string as left operand, not " + std::string(typeName(item)));
             }
-            return container.text().find(item.text()) != std::string_view::npos;
+            step(scanSteps(container.text().size()));
+            return pyContains(container.text(), item.text());
         case ValueKind::list:
+            step(1 + container.asList().size);
             return std::any_of(container.asList().begin(), container.asList().end(),
                                [&](const Value& v) { return equals(v, item); });
         case ValueKind::dict: {
             const DictData& dict = container.asDict();
             if (item.isString()) return dict.find(item.text()) != nullptr;
+            step(1 + dict.size);
             for (std::size_t i = 0; i < dict.size; ++i) {
                 if (equals(dict.keys[i], item)) return true;
             }
@@ -386,7 +462,7 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
         const ListData& list = seq.asList();
         if (n > 0 && list.size > Arena::kMaxBytes / sizeof(Value) / static_cast<std::size_t>(n))
             fail("repeated list is too long");
-        arena_.ensureRoom(list.size * static_cast<std::size_t>(n) * sizeof(Value));
+        arena_.ensureRoom(list.size * static_cast<std::size_t>(n) * sizeof(Value), "list repetition");
         ListBuilder builder(arena_, list.size * static_cast<std::size_t>(n));
         for (std::int64_t i = 0; i < n; ++i) {
             step();
@@ -433,10 +509,14 @@ Value Renderer::binary(char op, const Value& a, const Value& b) {
                 return Value::integer(floorMod(x, y));
             case 'p': {
                 if (y < 0) return Value::floating(std::pow(static_cast<double>(x), static_cast<double>(y)));
+                // 0, 1 and -1 stay small for any exponent; any other base
+                // overflows within 63 multiplications.
+                if (x == 0) return Value::integer(y == 0 ? 1 : 0);
+                if (x == 1) return Value::integer(1);
+                if (x == -1) return Value::integer(y % 2 == 0 ? 1 : -1);
                 std::int64_t result = 1;
                 for (std::int64_t i = 0; i < y; ++i) {
                     if (__builtin_mul_overflow(result, x, &result)) fail("integer overflow");
-                    if (result == 0 || result == 1) break;
                 }
                 return Value::integer(result);
             }

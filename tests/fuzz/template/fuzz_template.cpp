@@ -7,7 +7,11 @@
 //         and through DeepSeek V3's both natively and by the engine, which
 //         must agree byte for byte (deepseek_v3_fast_path.hpp).
 // Either way: no crash, no unbounded work, and a render that fails leaves
-// the output as it was.
+// the output as it was. The render's bounds hold exactly: the arena grows
+// by at most RenderLimits::arena_bytes and the output by at most
+// output_bytes, whatever the template and the context (deep, wide, huge
+// widths and indents). Run it with a small stack (`ulimit -s 1024`): the
+// renderer's depth bounds keep it within.
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
@@ -84,6 +88,9 @@ void renderTemplate(std::string_view source, std::string_view context_json) {
     limits.arena_bytes = 16u << 20;
     limits.output_bytes = 1u << 20;
     limits.max_call_depth = 64;
+    // Under `ulimit -s 1024` with AddressSanitizer (whose frames are six
+    // times larger), the backstop keeps the render within the stack.
+    limits.stack_bytes = 512u << 10;
     jinja::Renderer renderer(*tpl, arena, limits);
     jinja::Value base;
     if (jinja::pyJsonLoads(kConversation, arena, base)) std::abort();
@@ -97,10 +104,14 @@ void renderTemplate(std::string_view source, std::string_view context_json) {
                 renderer.setVariable(extra.asDict().keys[i].text(), extra.asDict().values[i]);
         }
     }
+    const std::size_t arena_before = arena.bytesUsed();
     std::string out = "kept";
     if (renderer.render(out)) {
         if (out != "kept") std::abort();  // a failed render leaves the output as it was
+    } else if (out.size() - 4 > limits.output_bytes) {
+        std::abort();
     }
+    if (arena.bytesUsed() - arena_before > limits.arena_bytes) std::abort();
 }
 
 }  // namespace

@@ -367,15 +367,16 @@ TEST(PyJsonDumps, IntegersPastPythonsDigitLimitAreValueErrors) {
 TEST(PyJsonDumps, DeepNestingIsARecursionError) {
     Arena arena;
     Value value = Value::integer(0);
-    for (int i = 0; i < 1000; ++i) {
+    for (std::size_t i = 0; i < kMaxValueDepth; ++i) {
         ListBuilder list(arena, 1);
         list.push(value);
         value = list.finish();
     }
-    EXPECT_EQ(dumps(value).size(), 2001u);
+    EXPECT_EQ(dumps(value).size(), 2 * kMaxValueDepth + 1);
     ListBuilder deeper(arena, 1);
     deeper.push(value);
-    EXPECT_EQ(dumpError(deeper.finish()), "maximum recursion depth exceeded while encoding a JSON object");
+    EXPECT_EQ(dumpError(deeper.finish()),
+              "maximum recursion depth exceeded while encoding a JSON object (a value may nest at most 1024 levels)");
 }
 
 Value dictOf(Arena& arena, const std::vector<std::pair<Value, Value>>& entries) {
