@@ -146,8 +146,16 @@ std::optional<Refused> Admitter::renderPrompt(std::size_t body_bytes) {
     PromptRenderOptions options;
     options.now_unix_seconds = unix_now_ ? unix_now_() : 0;
     options.limits = jinja::RenderLimits::forRequest(body_bytes);
+    if (quick_) {
+        options.limits.output_bytes = std::min(options.limits.output_bytes, quick_->prompt_bytes);
+        options.limits.steps = std::min(options.limits.steps, quick_->render_steps);
+    }
     options.fast_path = native_rendering_;
     if (auto error = renderChatPrompt(*chat_template_, request_.chat, arena_, prompt_, options, &renderers_)) {
+        if (quick_ && error->limit) {
+            deferred_ = true;
+            return tokenizerUnavailable("deferred");  // not an answer: admitQuickly() returns nullopt
+        }
         // The backend would refuse the request with the template's own words.
         return invalid(std::move(error->param), std::move(error->message));
     }
@@ -204,6 +212,16 @@ Verdict Admitter::admit(std::string_view body, std::size_t capacity_bytes, Endpo
                         const AdmissionLimits& limits) {
     Verdict verdict = judge(body, capacity_bytes, endpoint, limits);
     if (auto* refused = std::get_if<Refused>(&verdict)) boundRefusal(*refused);
+    return verdict;
+}
+
+std::optional<Verdict> Admitter::admitQuickly(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
+                                              const AdmissionLimits& limits, const QuickBound& bound) {
+    quick_ = &bound;
+    deferred_ = false;
+    Verdict verdict = admit(body, capacity_bytes, endpoint, limits);
+    quick_ = nullptr;
+    if (deferred_) return std::nullopt;
     return verdict;
 }
 
@@ -282,6 +300,14 @@ Verdict Admitter::judge(std::string_view body, std::size_t capacity_bytes, Endpo
     const std::span<const std::string_view> texts =
         chat ? std::span<const std::string_view>(&prompt, 1) : std::span<const std::string_view>(request_.prompt_texts);
     std::uint64_t prompt_tokens = 0;
+    if (quick_ && counter_) {
+        std::size_t text_bytes = 0;
+        for (const std::string_view text : texts) text_bytes += text.size();
+        if (text_bytes > quick_->prompt_bytes) {
+            deferred_ = true;
+            return tokenizerUnavailable("deferred");
+        }
+    }
     if (counter_) {
         for (const std::string_view text : texts) {
             const TokenCount count = chat ? countPrompt() : counter_->count(text);

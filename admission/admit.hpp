@@ -44,6 +44,21 @@ public:
         return admit(body, body.size(), endpoint, limits);
     }
 
+    // What a thread that must not wait long (a worker's event loop) may
+    // spend on one request: the rendered prompt (or the completions
+    // prompts together) and the template's work. Real templates render a
+    // prompt of at most the body plus a few KB in under a step per 16 body
+    // bytes (jinja::RenderLimits::forRequest), so a small body stays within.
+    struct QuickBound {
+        std::size_t prompt_bytes = 0;
+        std::uint64_t render_steps = 0;
+    };
+    // admit(), unless judging would go beyond `bound`: then nullopt, and the
+    // request is to be judged with admit() where waiting is harmless. Either
+    // way what was judged of it is forgotten.
+    std::optional<Verdict> admitQuickly(std::string_view body, std::size_t capacity_bytes, Endpoint endpoint,
+                                        const AdmissionLimits& limits, const QuickBound& bound);
+
     // A chat completions body's prompt tokens as the backend counts them
     // (the tokens CLI and the simulator). `prompt()` holds the rendered prompt
     // until the next call.
@@ -84,6 +99,9 @@ private:
     std::optional<TokenCounter> counter_;
     std::string error_;
     bool native_rendering_ = true;
+    // Set for the length of an admitQuickly(); deferred_ when it went beyond.
+    const QuickBound* quick_ = nullptr;
+    bool deferred_ = false;
     jinja::Arena arena_;
     PromptRenderers renderers_;
     RequestScanner scanner_;

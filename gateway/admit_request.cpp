@@ -35,12 +35,30 @@ void recordVerdict(RequestContext& c, admission::Verdict& verdict, CycleClock::t
 
 }  // namespace
 
-admission::Verdict admitRequest(RequestContext& c) {
+std::optional<admission::Verdict> admitRequest(RequestContext& c) {
     const auto start = CycleClock::now();
-    admission::Verdict verdict =
-        c.worker.admitter().admit(c.request.body(), c.request.body().capacity(), endpointOf(c.request.target()),
-                                  c.worker.admissionLimits(c.config, c.server.backends().publicWindow()));
-    recordVerdict(c, verdict, start);
+    const std::string_view body = c.request.body();
+    const size_t capacity = c.request.body().capacity();
+    const admission::Endpoint endpoint = endpointOf(c.request.target());
+    const admission::AdmissionLimits& limits = c.worker.admissionLimits(c.config, c.server.backends().publicWindow());
+    admission::Admitter& admitter = c.worker.admitter();
+    const uint64_t threshold = c.config.limits.offload_admission_bytes;
+    std::optional<admission::Verdict> verdict;
+    if (threshold == 0) {
+        verdict = admitter.admit(body, capacity, endpoint, limits);  // everything here: the operator's choice
+    } else {
+        // A small body whose template makes much of it (a long tojson indent,
+        // a loop) goes to the pool like a large one: room for what real
+        // templates make of a body under the threshold, and no more.
+        const admission::Admitter::QuickBound bound{.prompt_bytes = threshold + (16 << 10),
+                                                    .render_steps = 50'000 + body.size() / 4};
+        verdict = admitter.admitQuickly(body, capacity, endpoint, limits, bound);
+        if (!verdict) {
+            if (c.metrics) c.metrics->admission_deferred.inc();
+            return std::nullopt;
+        }
+    }
+    recordVerdict(c, *verdict, start);
     return verdict;
 }
 

@@ -10,7 +10,10 @@
 namespace dpgate::gateway {
 
 // On the worker's thread: for bodies under limits.offload_admission_bytes.
-admission::Verdict admitRequest(RequestContext& c);
+// Nullopt when judging the request would keep the worker for long (its
+// prompt or the template's work beyond what such a body makes): it is then
+// judged with admitOffThread() like a large body.
+std::optional<admission::Verdict> admitRequest(RequestContext& c);
 
 // Whether the request's body is large enough to be admitted in the
 // admission pool.

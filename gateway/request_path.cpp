@@ -145,6 +145,8 @@ awaitable<bool> refuseNoBackend(RequestContext& c) {
         http::field::unknown, {});
 }
 
+awaitable<bool> proxyLargeRequest(RequestContext& c);
+
 // Steps 4 to 7 for a caller that may: the one coroutine frame a proxied
 // request's own path costs. It stays small (memory held per request in
 // flight, tests/bench/proxy/frame_sizes.py): the refusals and the failures
@@ -154,7 +156,10 @@ awaitable<bool> proxyRequest(RequestContext& c) {
 
     // 4. Admit: what cannot succeed is refused here (a large body was
     // judged off this thread already: proxyLargeRequest).
-    admission::Verdict verdict = c.judged ? std::move(*c.judged) : admitRequest(c);
+    std::optional<admission::Verdict> quick = c.judged ? std::nullopt : admitRequest(c);
+    // Too much work for this thread after all: judged in the pool.
+    if (!c.judged && !quick) co_return co_await proxyLargeRequest(c);
+    admission::Verdict& verdict = c.judged ? *c.judged : *quick;
     if (auto* refused = std::get_if<admission::Refused>(&verdict))
         co_return co_await c.session.writeError(*refused, c.keep_alive);
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);

@@ -85,6 +85,12 @@ GatewayMetrics::GatewayMetrics()
                            .gauge("dpgate_admission_queued",
                                   "Requests waiting for an admission thread (large bodies), all keys together.")
                            .with({})),
+      admission_deferred(registry
+                             .counter("dpgate_admission_deferred_total",
+                                      "Requests under limits.offload_admission_bytes whose chat template made more "
+                                      "of them than such a body makes (a prompt or render work beyond the bound "
+                                      "of a worker thread): judged in the admission pool instead.")
+                             .with({})),
       stream_aborts(registry.counter("dpgate_stream_aborts_total",
                                      "Streams cut before completion, by the side that went away (client or upstream).",
                                      {"side"})),

@@ -38,6 +38,7 @@ struct GatewayMetrics {
     Gauge& unaccepted_failover;             // dpgate_unaccepted_failover
     Gauge& public_window_tokens;            // dpgate_public_window_tokens
     Gauge& admission_queued;                // dpgate_admission_queued
+    Counter& admission_deferred;            // dpgate_admission_deferred_total
     CounterFamily& stream_aborts;           // dpgate_stream_aborts_total{side}
     CounterFamily& count_checks;            // dpgate_count_checks_total{backend}
     CounterFamily& count_mismatches;        // dpgate_count_mismatches_total{backend}

@@ -16,7 +16,7 @@ import time
 
 import pytest
 
-from harness import (ADMIN_TOKEN, CLIENT_KEY, EXACT_SIM_COUNTS, MODEL, Gateway, Sim, chat_body, gateway_config,
+from harness import (ADMIN_TOKEN, CLIENT_KEY, EXACT_SIM_COUNTS, MODEL, REPO_ROOT, Gateway, Sim, chat_body, gateway_config,
                      http_json, http_request, metric_sample)
 
 CHAT = "/v1/chat/completions"
@@ -241,3 +241,48 @@ def test_one_key_cannot_hold_every_admission_thread():
             assert len(order) == 5, order
             assert order.index("light 200") <= 1, order
             assert order.count("heavy 400") == 4, order  # ~6M tokens each: over the window, counted
+
+
+def _tool_call_body(indent: int, depth: int) -> dict:
+    """A tool call whose arguments the golden tools template prints with
+    tojson(indent=tool_json_indent): a small body, a prompt of `indent` x
+    `depth` spaces per line."""
+    arguments = {"a": json.loads("[" * depth + "0" + "]" * depth)}
+    return {"model": MODEL, "chat_template_kwargs": {"tool_json_indent": indent},
+            "tools": [{"type": "function", "function": {"name": "f", "parameters": {"type": "object"}}}],
+            "messages": [{"role": "user", "content": "hi"},
+                         {"role": "assistant", "content": "",
+                          "tool_calls": [{"id": "c", "type": "function",
+                                          "function": {"name": "f", "arguments": arguments}}]},
+                         {"role": "tool", "tool_call_id": "c", "content": "r"}]}
+
+
+def test_a_small_body_the_template_makes_much_of_is_judged_off_the_worker():
+    # A 3 KB body whose template output is megabytes would hold the worker
+    # for as long as counting them takes; it is judged in the admission pool
+    # like a large body (and counted: dpgate_admission_deferred_total). The
+    # issue's 104 KB body, whose indent would build gigabytes, too: a 400.
+    tools_template = REPO_ROOT / "tests" / "golden" / "templates" / "deepseek_tools.jinja"
+    with Sim() as sim:
+        config = gateway_config([("primary", sim, "primary")], threads=1,
+                                model={"chat_template": str(tools_template)}, log={"level": "warn", "access": "off"})
+        with Gateway(config) as gw:
+            def deferred():
+                _, _, raw = http_request(gw.admin_port, "GET", "/metrics", {"Authorization": f"Bearer {ADMIN_TOKEN}"})
+                return metric_sample(raw.decode(), "dpgate_admission_deferred_total")
+
+            ordinary = _tool_call_body(2, 3)
+            assert gw.json("POST", CHAT, ordinary)[0] == 200
+            assert deferred() == 0
+            large_prompt = _tool_call_body(2000, 40)
+            assert len(json.dumps(large_prompt)) < 4096
+            status, _, answer = gw.json("POST", CHAT, large_prompt)
+            assert status == 200, answer
+            assert deferred() == 1
+            hostile = _tool_call_body(0, 200)
+            hostile["chat_template_kwargs"]["tool_json_indent"] = " " * 103_000
+            status, _, answer = gw.json("POST", CHAT, hostile)
+            assert status == 400 and "would exceed" in answer["error"]["message"], answer
+            assert deferred() == 2
+            assert gw.json("POST", CHAT, ordinary)[0] == 200
+            assert deferred() == 2

@@ -30,6 +30,7 @@ TEST(GatewayMetrics, DeclaresExactlyTheIssueFamilies) {
                                                "dpgate_unaccepted_failover",
                                                "dpgate_public_window_tokens",
                                                "dpgate_admission_queued",
+                                               "dpgate_admission_deferred_total",
                                                "dpgate_stream_aborts_total",
                                                "dpgate_count_checks_total",
                                                "dpgate_count_mismatches_total",
