@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <filesystem>
 #include <sstream>
+#include <unordered_map>
 
 namespace dpgate::conf {
 
@@ -373,6 +374,8 @@ private:
         backends_field_ = field;
         const std::vector<Field> items = readSequence(field);
         if (items.empty()) fail(field, "at least one backend is required");
+        std::unordered_map<std::string, std::size_t> backend_by_name;
+        std::unordered_map<std::string, std::size_t> backend_by_address;
         for (const Field& item : items) {
             const MappingReader m(item, {"name", "url", "role", "dp_ranks", "credential_env"});
             BackendConfig backend;
@@ -386,10 +389,10 @@ private:
                                     });
             // The name is a metrics label and a path segment (/backends/{name}/metrics).
             if (!valid_name) fail(*name, "backend name must be 1-64 characters of [A-Za-z0-9._-]");
-            for (std::size_t i = 0; i < config_.backends.size(); ++i)
-                if (config_.backends[i].name == backend.name)
-                    fail(*name,
-                         "duplicate backend name \"" + backend.name + "\" (also " + indexPath(field.path, i) + ")");
+            // Looked up, not searched: a file of many entries loads in linear time.
+            if (auto [at, added] = backend_by_name.try_emplace(backend.name, config_.backends.size()); !added)
+                fail(*name, "duplicate backend name \"" + backend.name + "\" (also " +
+                                indexPath(field.path, at->second) + ")");
 
             const std::optional<Field> url = m.get("url");
             if (!url) fail(missing(m, "url"), "missing (required)");
@@ -399,11 +402,9 @@ private:
             backend.scheme = parsed->scheme;
             backend.host = parsed->host;
             backend.port = parsed->port;
-            for (std::size_t i = 0; i < config_.backends.size(); ++i) {
-                const BackendConfig& other = config_.backends[i];
-                if (other.scheme == backend.scheme && other.host == backend.host && other.port == backend.port)
-                    fail(*url, "same address as " + indexPath(field.path, i));
-            }
+            const std::string address = backend.scheme + "://" + backend.host + ":" + std::to_string(backend.port);
+            if (auto [at, added] = backend_by_address.try_emplace(address, config_.backends.size()); !added)
+                fail(*url, "same address as " + indexPath(field.path, at->second));
 
             const std::optional<Field> role = m.get("role");
             if (role) {
@@ -448,6 +449,9 @@ private:
         const MappingReader m(field, {"required", "keys_file", "keys"});
         AuthConfig& auth = config_.auth;
         if (auto f = m.get("required")) auth.required = readBool(*f);
+        // Looked up, not searched: a keys file of thousands of users loads in linear time.
+        std::unordered_map<std::string, std::size_t> key_by_name;
+        std::unordered_map<std::string, std::size_t> key_by_hash;
         if (auto f = m.get("keys")) {
             for (const Field& item : readSequence(*f)) {
                 const MappingReader entry(item,
@@ -456,13 +460,13 @@ private:
                 if (!name) fail(missing(entry, "name"), "missing (required)");
                 std::string key_name = readString(*name);
                 checkKeyName(*name, key_name);
-                for (std::size_t i = 0; i < auth.keys.size(); ++i)
-                    if (auth.keys[i].name == key_name)
-                        fail(*name, "duplicate key name \"" + key_name + "\" (also " + indexPath(f->path, i) + ")");
+                if (auto [at, added] = key_by_name.try_emplace(key_name, auth.keys.size()); !added)
+                    fail(*name,
+                         "duplicate key name \"" + key_name + "\" (also " + indexPath(f->path, at->second) + ")");
                 AuthKey key = readAuthKey(entry, std::move(key_name), true);
-                for (std::size_t i = 0; i < auth.keys.size(); ++i)
-                    if (auth.keys[i].sha256 == key.sha256)
-                        fail(entry.self(), "same key as " + indexPath(f->path, i) + " (\"" + auth.keys[i].name + "\")");
+                if (auto [at, added] = key_by_hash.try_emplace(key.sha256, auth.keys.size()); !added)
+                    fail(entry.self(),
+                         "same key as " + indexPath(f->path, at->second) + " (\"" + auth.keys[at->second].name + "\")");
                 auth.keys.push_back(std::move(key));
             }
         }
@@ -471,12 +475,11 @@ private:
             if (!auth.keys_file.empty() && options_.check_files) {
                 const std::string text = readTextFile(auth.keys_file, *f);
                 for (AuthKey& key : parseKeysText(text, auth.keys_file)) {
-                    for (const AuthKey& other : auth.keys) {
-                        if (other.name == key.name)
-                            fail(*f, "key name \"" + key.name + "\" is defined twice (auth.keys or the keys file)");
-                        if (other.sha256 == key.sha256)
-                            fail(*f, "keys \"" + other.name + "\" and \"" + key.name + "\" have the same hash");
-                    }
+                    if (!key_by_name.try_emplace(key.name, auth.keys.size()).second)
+                        fail(*f, "key name \"" + key.name + "\" is defined twice (auth.keys or the keys file)");
+                    if (auto [at, added] = key_by_hash.try_emplace(key.sha256, auth.keys.size()); !added)
+                        fail(*f,
+                             "keys \"" + auth.keys[at->second].name + "\" and \"" + key.name + "\" have the same hash");
                     auth.keys.push_back(std::move(key));
                 }
             }

@@ -9,6 +9,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <unordered_map>
 
 namespace dpgate::conf::detail {
 
@@ -109,6 +110,9 @@ MappingReader MappingReader::anyKeys(const Field& field) { return MappingReader(
 MappingReader::MappingReader(const Field& field) : self_(field) {
     if (field.node.IsNull()) return;
     if (!field.node.IsMap()) fail(field, "expected a mapping, got " + kindOf(field.node));
+    // Key -> line of its first occurrence; a hash, so a keys file of
+    // thousands of users is checked in linear time.
+    std::unordered_map<std::string, int> first_line;
     for (auto it = field.node.begin(); it != field.node.end(); ++it) {
         const YAML::Node key_node = it->first;
         const YAML::Node value_node = it->second;
@@ -119,10 +123,8 @@ MappingReader::MappingReader(const Field& field) : self_(field) {
         const std::string path = childPath(field.path, key);
         // yaml-cpp keeps both copies of a repeated key and lookups see only the
         // first: a silent override an operator would never spot.
-        for (const Entry& seen : entries_) {
-            if (seen.key == key)
-                fail({path, key_node, key_line}, "duplicate key (first at line " + std::to_string(seen.key_line) + ")");
-        }
+        if (auto [seen, added] = first_line.try_emplace(key, key_line); !added)
+            fail({path, key_node, key_line}, "duplicate key (first at line " + std::to_string(seen->second) + ")");
         const int value_line = value_node.IsNull() ? key_line : lineOf(value_node);
         entries_.push_back({key, key_line, {path, value_node, value_line ? value_line : key_line}});
     }

@@ -42,10 +42,11 @@ TEST(AdmitQuickly, GivesAdmitsVerdictForOrdinaryBodies) {
     const AdmissionLimits limits;
     for (const std::string& body : {indentedToolCall(2, 3),
                                     std::string(R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user",)"
-                                                R"("content":")") + std::string(100'000, 'x') + "\"}]}",
+                                                R"("content":")") +
+                                        std::string(100'000, 'x') + "\"}]}",
                                     std::string(R"({"model":"nope","messages":[]})")}) {
-        const std::optional<Verdict> judged = quick.admitQuickly(body, body.size(), Endpoint::chat_completions,
-                                                                 limits, kBound);
+        const std::optional<Verdict> judged =
+            quick.admitQuickly(body, body.size(), Endpoint::chat_completions, limits, kBound);
         ASSERT_TRUE(judged.has_value()) << test::escaped(body);
         const Verdict expected = plain.admit(body, Endpoint::chat_completions, limits);
         ASSERT_EQ(judged->index(), expected.index());
