@@ -5,7 +5,7 @@
 #include <cstddef>
 #include <string>
 
-#include "gateway/api_error.hpp"
+#include "common/api_error.hpp"
 
 namespace dpgate::admission {
 

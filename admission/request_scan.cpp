@@ -13,7 +13,7 @@
 #include "admission/simdjson_structurals.hpp"
 #include "admission/template/jinja/py_json.hpp"
 #include "admission/tokenizer/utf8.hpp"
-#include "gateway/api_error.hpp"
+#include "common/api_error.hpp"
 
 namespace dpgate::admission {
 

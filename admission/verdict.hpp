@@ -1,7 +1,7 @@
 #pragma once
 // The outcome of admission: forward the request (with what routing and
 // metrics need) or answer it with an OpenAI-shaped error.
-#include "gateway/api_error.hpp"
+#include "common/api_error.hpp"
 
 #include <cstdint>
 #include <optional>
@@ -21,7 +21,7 @@ struct Admitted {
     std::optional<std::uint64_t> expected_usage_prompt_tokens;
     // The sequences the backend generates: the prompts times n. Its usage
     // sums over them, so no plausible count exceeds the window this many
-    // times (gateway/stream_usage.hpp, UsageCheck).
+    // times (gateway/usage/stream_usage.hpp, UsageCheck).
     std::uint64_t sequences = 1;
     std::uint32_t images = 0;
     std::uint64_t output_budget = 0;  // per sequence: what the window check counts, as vLLM's does
@@ -50,7 +50,7 @@ struct Admitted {
     std::uint64_t head_hash = 0;
 };
 
-// A refusal is the gateway's one error type (gateway/api_error.hpp).
+// A refusal is the gateway's one error type (common/api_error.hpp).
 using Refused = ApiError;
 
 using Verdict = std::variant<Admitted, Refused>;

@@ -6,7 +6,7 @@
 #pragma once
 
 #include "gateway/auth/key_limiter.hpp"
-#include "gateway/local_ref.hpp"
+#include "gateway/platform/local_ref.hpp"
 
 #include <memory>
 #include <utility>

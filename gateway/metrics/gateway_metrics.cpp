@@ -94,7 +94,7 @@ GatewayMetrics::GatewayMetrics()
       stream_aborts(registry.counter("dpgate_stream_aborts_total",
                                      "Streams cut before completion, by the side that went away (client or upstream).",
                                      {"side"})),
-      // gateway/count_check.hpp: dpgate's exact prompt count against the backend's usage.
+      // gateway/path/count_check.hpp: dpgate's exact prompt count against the backend's usage.
       count_checks(registry.counter("dpgate_count_checks_total",
                                     "Answers whose usage.prompt_tokens was compared with dpgate's own exact count "
                                     "(chat requests without images), per backend.",

@@ -1,4 +1,4 @@
-// What metrics cost one request, in nanoseconds: the updates gateway/relay.cpp
+// What metrics cost one request, in nanoseconds: the updates gateway/path/relay.cpp
 // makes per admitted, answered request (requests{endpoint,code}, the three
 // histograms, in-flight inc/dec, the three per-slot token counters, each
 // through Family::with() as the relay calls it), timed in a loop on one
@@ -12,7 +12,7 @@
 //
 //   build/bin/dpgate-bench-metrics [iterations_per_thread]
 #include "gateway/metrics/gateway_metrics.hpp"
-#include "gateway/stream_usage.hpp"
+#include "gateway/usage/stream_usage.hpp"
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +33,7 @@ const std::string kAnswer =
     "\"usage\":{\"prompt_tokens\":31,\"completion_tokens\":16,\"total_tokens\":47,"
     "\"prompt_tokens_details\":{\"cached_tokens\":16}}}";
 
-// Mirrors the relay's calls (gateway/relay.cpp: run(), forward(), ~Relay()).
+// Mirrors the relay's calls (gateway/path/relay.cpp: run(), forward(), ~Relay()).
 // Keep in step with it when the relay changes what it records.
 void recordOneRequest(GatewayMetrics& m, unsigned i) {
     const std::string backend_name = "primary";

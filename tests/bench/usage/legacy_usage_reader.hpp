@@ -1,8 +1,8 @@
 // The usage reader before issue 15, as usage_reader_bench's peer (see
-// legacy_usage_reader.cpp). Same API as gateway/stream_usage.hpp.
+// legacy_usage_reader.cpp). Same API as gateway/usage/stream_usage.hpp.
 #pragma once
 
-#include "gateway/stream_usage.hpp"
+#include "gateway/usage/stream_usage.hpp"
 
 #include <cstddef>
 #include <optional>

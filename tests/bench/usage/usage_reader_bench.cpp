@@ -12,7 +12,7 @@
 // fifteenth round.
 //
 //   build/bin/dpgate-bench-usage [rounds]
-#include "gateway/stream_usage.hpp"
+#include "gateway/usage/stream_usage.hpp"
 #include "legacy_usage_reader.hpp"
 
 #include <algorithm>

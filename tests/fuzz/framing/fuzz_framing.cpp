@@ -9,7 +9,7 @@
 //   refuses too. Refusals of well-formed shapes (smuggling shapes, limits)
 //   are dpgate's own and not compared.
 // - A body dropped unread (discardBody) ends at the same byte as one kept.
-#include "gateway/client_request.hpp"
+#include "gateway/http/client_request.hpp"
 
 #include <boost/beast/http/string_body.hpp>
 

@@ -3,9 +3,9 @@
 // contract: no crash, and the output is always one valid JSON document (the
 // log line: exactly one line); a clipped text is a prefix that ends on a
 // character boundary, and valid UTF-8 survives the error body unchanged.
-#include "gateway/access_log.hpp"
-#include "gateway/api_error.hpp"
-#include "gateway/upstream_error.hpp"
+#include "common/api_error.hpp"
+#include "gateway/http/upstream_error.hpp"
+#include "gateway/path/access_log.hpp"
 
 #include <nlohmann/json.hpp>
 

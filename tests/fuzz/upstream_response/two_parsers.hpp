@@ -3,8 +3,8 @@
 // fuzz_upstream_response and the unit test upstream_response_parser_test.
 #pragma once
 
-#include "gateway/parse_buffered.hpp"
-#include "gateway/upstream_response_parser.hpp"
+#include "gateway/http/parse_buffered.hpp"
+#include "gateway/http/upstream_response_parser.hpp"
 
 #include <boost/beast/http/string_body.hpp>
 

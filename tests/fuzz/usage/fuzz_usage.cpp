@@ -2,7 +2,7 @@
 // chunking and an event cap; the rest is the upstream stream (or body). The
 // contract: no crash, no exception, and the result does not depend on where
 // the relay's reads happened to cut the stream.
-#include "gateway/stream_usage.hpp"
+#include "gateway/usage/stream_usage.hpp"
 
 #include <nlohmann/json.hpp>
 

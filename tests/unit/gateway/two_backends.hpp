@@ -2,7 +2,7 @@
 // 8 ranks each, and a probe they pass.
 #pragma once
 
-#include "gateway/backend_registry.hpp"
+#include "gateway/backends/backend_registry.hpp"
 
 #include <cstdint>
 

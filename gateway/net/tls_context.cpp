@@ -1,0 +1,44 @@
+#include "gateway/net/tls_context.hpp"
+
+#include <openssl/err.h>
+#include <openssl/ssl.h>
+
+#include <stdexcept>
+#include <string>
+
+namespace dpgate::gateway {
+
+namespace {
+
+std::string openSslReason() {
+    unsigned long code = ERR_get_error();
+    if (code == 0) return "unknown error";
+    char text[256];
+    ERR_error_string_n(code, text, sizeof text);
+    ERR_clear_error();
+    return text;
+}
+
+}  // namespace
+
+std::shared_ptr<boost::asio::ssl::context> makeServerTlsContext(const conf::TlsConfig& tls) {
+    namespace ssl = boost::asio::ssl;
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_server);
+    SSL_CTX* native = context->native_handle();
+    context->set_options(ssl::context::default_workarounds | ssl::context::no_compression |
+                         ssl::context::single_dh_use);
+    SSL_CTX_set_options(native, SSL_OP_NO_RENEGOTIATION | SSL_OP_CIPHER_SERVER_PREFERENCE);
+    if (SSL_CTX_set_min_proto_version(native, TLS1_2_VERSION) != 1)
+        throw std::runtime_error("listen.tls: cannot require TLS 1.2: " + openSslReason());
+    ERR_clear_error();
+    if (SSL_CTX_use_certificate_chain_file(native, tls.cert.c_str()) != 1)
+        throw std::runtime_error("listen.tls.cert: " + tls.cert + ": " + openSslReason());
+    if (SSL_CTX_use_PrivateKey_file(native, tls.key.c_str(), SSL_FILETYPE_PEM) != 1)
+        throw std::runtime_error("listen.tls.key: " + tls.key + ": " + openSslReason());
+    if (SSL_CTX_check_private_key(native) != 1)
+        throw std::runtime_error("listen.tls.key: " + tls.key + " does not match the certificate " + tls.cert + ": " +
+                                 openSslReason());
+    return context;
+}
+
+}  // namespace dpgate::gateway

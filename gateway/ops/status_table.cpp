@@ -1,0 +1,190 @@
+#include "gateway/ops/status_table.hpp"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+
+namespace dpgate::gateway::ctl {
+namespace {
+
+const nlohmann::json& field(const nlohmann::json& object, const char* key) {
+    static const nlohmann::json kNull;
+    if (!object.is_object()) return kNull;
+    auto it = object.find(key);
+    return it == object.end() ? kNull : *it;
+}
+
+const nlohmann::json& items(const nlohmann::json& array) {
+    static const nlohmann::json kEmpty = nlohmann::json::array();
+    return array.is_array() ? array : kEmpty;
+}
+
+// Columns padded to their widest cell, two spaces apart, no trailing blanks.
+std::vector<std::string> alignColumns(const std::vector<std::vector<std::string>>& rows) {
+    std::vector<size_t> widths;
+    for (const auto& row : rows)
+        for (size_t c = 0; c < row.size(); ++c) {
+            if (widths.size() <= c) widths.push_back(0);
+            widths[c] = std::max(widths[c], row[c].size());
+        }
+    std::vector<std::string> lines;
+    for (const auto& row : rows) {
+        std::string line;
+        for (size_t c = 0; c < row.size(); ++c) {
+            line += row[c];
+            if (c + 1 < row.size()) line += std::string(widths[c] - row[c].size() + 2, ' ');
+        }
+        lines.push_back(std::move(line));
+    }
+    return lines;
+}
+
+// The cells of an array, `separator` between them (appends: GCC 12 warns
+// falsely about `"" + std::string&&` at -O3).
+std::string joined(const nlohmann::json& array, const char* separator) {
+    std::string text;
+    for (const nlohmann::json& item : items(array)) {
+        if (!text.empty()) text.append(separator);
+        text.append(cellText(item));
+    }
+    return text;
+}
+
+std::string health(const nlohmann::json& backend) {
+    const nlohmann::json& healthy = field(backend, "healthy");
+    if (!healthy.is_boolean()) return "-";
+    if (field(backend, "probed") == false) return "not probed yet";
+    return healthy.get<bool>() ? "healthy" : "down";
+}
+
+std::string state(const nlohmann::json& backend) {
+    if (field(backend, "drained") == true) return "drained";
+    const nlohmann::json& routable = field(backend, "routable");
+    if (!routable.is_boolean()) return "-";
+    return routable.get<bool>() ? "routable" : "unroutable";
+}
+
+std::string identity(const nlohmann::json& backend) {
+    const nlohmann::json& id = field(backend, "identity");
+    if (!id.is_object()) return "-";
+    return cellText(field(id, "version")) + " " + cellText(field(id, "server"));
+}
+
+// "TIME PASS identity ok" or "TIME FAIL(check,...) identity differs (...)".
+std::string acceptance(const nlohmann::json& backend) {
+    const nlohmann::json& a = field(backend, "acceptance");
+    if (!a.is_object()) return "none";
+    std::string text = cellText(field(a, "time")) + " ";
+    const nlohmann::json& passed = field(a, "passed");
+    if (passed == true) text += "PASS";
+    else if (passed == false) text += "FAIL";
+    else text += "-";
+    std::string failed = joined(field(a, "failed"), ",");
+    if (!failed.empty()) text += "(" + failed + ")";
+    const nlohmann::json& match = field(a, "identity_match");
+    if (match == true) {
+        text += " identity ok";
+    } else if (match == false) {
+        std::string differences = joined(field(a, "identity_differences"), "; ");
+        text += " IDENTITY DIFFERS";
+        if (!differences.empty()) text.append(" (").append(differences).append(")");
+    }
+    return text;
+}
+
+std::string lastFlip(const nlohmann::json& flip) {
+    if (!flip.is_object()) return "none";
+    std::string text = cellText(field(flip, "at")) + " " + cellText(field(flip, "from")) + " -> " +
+                       cellText(field(flip, "to")) + " by " + cellText(field(flip, "who"));
+    if (field(flip, "forced") == true) text += " (forced)";
+    return text;
+}
+
+}  // namespace
+
+std::string ratioText(const nlohmann::json& value) {
+    if (!value.is_number()) return cellText(value);
+    char text[64];
+    std::snprintf(text, sizeof text, "%.3f", value.get<double>());
+    return text;
+}
+
+std::string cellText(const nlohmann::json& value) {
+    if (value.is_null()) return "-";
+    if (value.is_boolean()) return value.get<bool>() ? "yes" : "no";
+    if (value.is_number_integer()) return value.dump();
+    if (value.is_number_float()) {
+        // vLLM's gauges are floats even when they count requests.
+        double number = value.get<double>();
+        char text[64];
+        if (std::isfinite(number) && std::abs(number) < 1e15 && number == std::floor(number))
+            std::snprintf(text, sizeof text, "%.0f", number);
+        else std::snprintf(text, sizeof text, "%.3f", number);
+        return text;
+    }
+    if (value.is_string()) {
+        const std::string& text = value.get_ref<const std::string&>();
+        return text.empty() ? "-" : text;
+    }
+    return value.dump();
+}
+
+std::vector<std::string> statusTable(const nlohmann::json& status) {
+    std::vector<std::string> lines;
+    lines.push_back("model " + cellText(field(status, "model")) + "  public window " +
+                    cellText(field(status, "public_window")) + " (configured " +
+                    cellText(field(status, "configured_window")) + ")  routing " +
+                    cellText(field(status, "routing_mode")));
+    const nlohmann::json& roles = field(status, "roles");
+    std::string roles_line = "roles from " + cellText(field(roles, "source")) + " since " +
+                             cellText(field(roles, "since")) + "  last flip " + lastFlip(field(status, "last_flip"));
+    lines.push_back(roles_line);
+    if (const nlohmann::json& error = field(roles, "last_write_error"); !error.is_null())
+        lines.push_back("!! roles not persisted: " + cellText(error));
+    const nlohmann::json& failover = field(status, "failover_unaccepted");
+    if (failover.is_object()) {
+        const nlohmann::json& who = field(failover, "backend");
+        std::string names = who.is_array() ? joined(who, ",") : cellText(who);
+        lines.push_back(std::string("!! FAILOVER TO UNACCEPTED STANDBY ") + names +
+                        (field(failover, "blocked") == true ? " (BLOCKED)" : "") + " at " +
+                        cellText(field(failover, "at")) + ": " + cellText(field(failover, "message")));
+    }
+    lines.push_back("");
+
+    const nlohmann::json& backends = items(field(status, "backends"));
+    std::vector<std::vector<std::string>> rows = {
+        {"BACKEND", "ROLE", "HEALTH", "STATE", "WINDOW", "ACCEPTED", "IDENTITY", "ACCEPTANCE"}};
+    for (const nlohmann::json& b : backends) {
+        std::string accepted = cellText(field(b, "accepted_window"));
+        if (field(b, "accepted") == false) accepted = "no";
+        rows.push_back({cellText(field(b, "name")), cellText(field(b, "role")), health(b), state(b),
+                        cellText(field(b, "window")), accepted, identity(b), acceptance(b)});
+    }
+    for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));
+    lines.push_back("");
+
+    // A slot's in-flight count is shown when the API reports one.
+    bool in_flight = false;
+    for (const nlohmann::json& b : backends)
+        for (const nlohmann::json& slot : items(field(b, "slots")))
+            if (slot.is_object() && slot.contains("in_flight")) in_flight = true;
+    std::vector<std::string> header = {"BACKEND", "RANK"};
+    if (in_flight) header.push_back("IN_FLIGHT");
+    for (const char* name : {"QUEUED_PREFILL", "RECENT_PREFILL", "RUNNING", "WAITING", "KV_USAGE", "CACHE_HIT"})
+        header.push_back(name);
+    rows = {header};
+    for (const nlohmann::json& b : backends)
+        for (const nlohmann::json& slot : items(field(b, "slots"))) {
+            std::vector<std::string> row = {cellText(field(b, "name")), cellText(field(slot, "rank"))};
+            if (in_flight) row.push_back(cellText(field(slot, "in_flight")));
+            for (const char* key : {"queued_prefill_tokens", "recent_prefill_tokens", "running", "waiting"})
+                row.push_back(cellText(field(slot, key)));
+            for (const char* key : {"kv_cache_usage", "prefix_cache_hit_ratio"})
+                row.push_back(ratioText(field(slot, key)));
+            rows.push_back(std::move(row));
+        }
+    for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));
+    return lines;
+}
+
+}  // namespace dpgate::gateway::ctl

@@ -1,0 +1,784 @@
+#include "gateway/usage/stream_usage.hpp"
+
+#include <simdjson.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <utility>
+
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
+namespace dpgate::gateway {
+namespace {
+
+namespace od = simdjson::ondemand;
+
+// Where `needle` (two bytes or more) first occurs in `text` from `from` on,
+// or npos. Candidates are where the needle's first two bytes occur, found
+// sixteen positions at a time; each is then compared whole.
+// std::string_view::find stops at every occurrence of the first byte alone,
+// and an event's JSON is full of the quote that starts `"usage"`; glibc's
+// memmem is plain C here (issue 18, twenty-first round: the search took a
+// third of the instructions an SSE event cost the relay).
+size_t findIn(std::string_view text, std::string_view needle, size_t from = 0) {
+    const size_t n = needle.size();
+    if (n < 2 || from > text.size() || text.size() - from < n) return std::string_view::npos;
+    const size_t last = text.size() - n;  // the last position a match can start
+    size_t i = from;
+#if defined(__SSE2__)
+    const __m128i first = _mm_set1_epi8(needle[0]);
+    const __m128i second = _mm_set1_epi8(needle[1]);
+    // Sixteen candidate starts at a time, all at or before `last`; the
+    // second load reads one byte further, which n >= 2 keeps inside text.
+    for (; i + 16 <= last + 1; i += 16) {
+        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i + 1));
+        auto pairs = unsigned(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, second))));
+        while (pairs != 0) {
+            const size_t at = i + size_t(__builtin_ctz(pairs));
+            if (std::memcmp(text.data() + at + 2, needle.data() + 2, n - 2) == 0) return at;
+            pairs &= pairs - 1;
+        }
+    }
+#endif
+    for (; i <= last; ++i)
+        if (text[i] == needle[0] && text[i + 1] == needle[1] &&
+            std::memcmp(text.data() + i + 2, needle.data() + 2, n - 2) == 0)
+            return i;
+    return std::string_view::npos;
+}
+
+// The end of the line that starts at `from`: the first CR or LF at or after
+// it, or the text's end. Sixteen bytes at a time: an event's data line is
+// hundreds of bytes, and this runs over every byte a stream relays.
+size_t lineEnd(std::string_view text, size_t from) {
+    size_t i = from;
+#if defined(__SSE2__)
+    const __m128i lf = _mm_set1_epi8('\n');
+    const __m128i cr = _mm_set1_epi8('\r');
+    for (; i + 16 <= text.size(); i += 16) {
+        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
+        if (const auto ends = unsigned(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, lf), _mm_cmpeq_epi8(x, cr)))))
+            return i + size_t(__builtin_ctz(ends));
+    }
+#endif
+    while (i < text.size() && text[i] != '\n' && text[i] != '\r') ++i;
+    return i;
+}
+
+// True when every `"usage"` key in the raw event is `"usage":null` on the
+// same line: the token chunks of an include_usage stream, skipped without
+// extracting their data.
+bool onlyNullUsage(std::string_view event) {
+    constexpr std::string_view key = "\"usage\"";
+    for (size_t pos = findIn(event, key); pos != std::string_view::npos; pos = findIn(event, key, pos + 1)) {
+        size_t i = pos + key.size();
+        while (i < event.size() && (event[i] == ' ' || event[i] == '\t')) ++i;
+        if (i >= event.size() || event[i] != ':') return false;
+        ++i;
+        while (i < event.size() && (event[i] == ' ' || event[i] == '\t')) ++i;
+        if (event.substr(i, 4) != "null") return false;
+    }
+    return true;
+}
+
+// What one JSON document says: its usage, and whether it is the usage-only
+// chunk. Read by simdjson On Demand (issue 15: one JSON reader beside
+// admission's, docs/BENCHMARKS.md "Usage reader" has the figures), with no
+// pre-check for a usage key: a vLLM answer always carries one, so the
+// memmem that looked for it never spared a parse (issue 18, ninth round).
+struct UsageFacts {
+    std::optional<UsageCounts> usage;  // none when absent or malformed
+    bool empty_choices = false;        // "choices": []
+};
+
+// The usage object's members nest a few levels at most; deeper is refused
+// rather than recursed into.
+constexpr int kMaxDepth = 64;
+
+// Every value inside the usage object is checked as a DOM parse would
+// (escapes, literals, number grammar), so a malformed usage counts nothing.
+bool wellFormed(od::value value, int depth) {
+    od::json_type type;
+    if (value.type().get(type)) return false;
+    switch (type) {
+        case od::json_type::object: {
+            od::object object;
+            if (depth > kMaxDepth || value.get_object().get(object)) return false;
+            for (auto field : object) {
+                std::string_view key;
+                od::value member;
+                if (field.unescaped_key().get(key) || field.value().get(member) || !wellFormed(member, depth + 1))
+                    return false;
+            }
+            return true;
+        }
+        case od::json_type::array: {
+            od::array array;
+            if (depth > kMaxDepth || value.get_array().get(array)) return false;
+            for (auto element : array) {
+                od::value item;
+                if (element.get(item) || !wellFormed(item, depth + 1)) return false;
+            }
+            return true;
+        }
+        case od::json_type::number: {
+            // get_number() refuses integers beyond 64 bits, which JSON allows
+            // (a DOM parse reads them as doubles): get_double() takes those.
+            od::number number;
+            double as_double;
+            return !value.get_number().get(number) || !value.get_double().get(as_double);
+        }
+        case od::json_type::string: {
+            std::string_view text;
+            return !value.get_string().get(text);
+        }
+        case od::json_type::boolean: {
+            bool flag;
+            return !value.get_bool().get(flag);
+        }
+        case od::json_type::null: {
+            bool is_null = false;
+            return !value.is_null().get(is_null) && is_null;
+        }
+    }
+    return false;
+}
+
+// A token count: a non-negative integer that fits in 64 bits, or null
+// (unset). Any other well-formed value leaves it unset and marks the counts
+// `field` a non-count; false when the value is malformed.
+bool tokenCount(od::value value, std::optional<uint64_t>& out, UsageCounts& counts, uint8_t field) {
+    out.reset();
+    counts.non_counts &= uint8_t(~field);
+    od::json_type type;
+    if (value.type().get(type)) return false;
+    if (type == od::json_type::null) return wellFormed(value, 2);
+    if (type != od::json_type::number) {
+        counts.non_counts |= field;
+        return wellFormed(value, 2);
+    }
+    od::number number;
+    if (value.get_number().get(number)) {
+        double as_double;
+        counts.non_counts |= field;  // beyond 64 bits: valid JSON, not a count
+        return !value.get_double().get(as_double);
+    }
+    if (number.is_uint64()) {
+        out = number.get_uint64();
+    } else if (number.is_int64() && number.get_int64() >= 0) {
+        out = uint64_t(number.get_int64());  // -0 is an integer zero
+    } else {
+        counts.non_counts |= field;  // negative, or a fraction
+    }
+    return true;
+}
+
+// The usage object's counts; nullopt when it is malformed. A repeated key
+// counts its last value.
+std::optional<UsageCounts> readUsage(od::value value) {
+    od::object object;
+    if (value.get_object().get(object)) return std::nullopt;
+    UsageCounts counts;
+    std::optional<uint64_t>& cached = counts.cached;
+    for (auto field : object) {
+        std::string_view key;
+        od::value member;
+        if (field.unescaped_key().get(key) || field.value().get(member)) return std::nullopt;
+        bool ok = true;
+        if (key == "prompt_tokens") {
+            ok = tokenCount(member, counts.prompt, counts, UsageCounts::kPrompt);
+        } else if (key == "completion_tokens") {
+            ok = tokenCount(member, counts.completion, counts, UsageCounts::kCompletion);
+        } else if (key == "total_tokens") {
+            ok = tokenCount(member, counts.total, counts, UsageCounts::kTotal);
+        } else if (key == "prompt_tokens_details") {
+            cached.reset();  // the last one counts, whatever it is
+            counts.non_counts &= uint8_t(~UsageCounts::kCached);
+            od::object details;
+            od::json_type type;
+            if (member.type().get(type)) return std::nullopt;
+            if (type != od::json_type::object) {
+                ok = wellFormed(member, 1);
+            } else if (member.get_object().get(details)) {
+                return std::nullopt;
+            } else {
+                for (auto inner : details) {
+                    std::string_view inner_key;
+                    od::value inner_value;
+                    if (inner.unescaped_key().get(inner_key) || inner.value().get(inner_value)) return std::nullopt;
+                    ok = inner_key == "cached_tokens" ? tokenCount(inner_value, cached, counts, UsageCounts::kCached)
+                                                      : wellFormed(inner_value, 2);
+                    if (!ok) break;
+                }
+            }
+        } else {
+            ok = wellFormed(member, 1);
+        }
+        if (!ok) return std::nullopt;
+    }
+    return counts;
+}
+
+// Whether the document's text ends where its value did: anything after it
+// (a second document, a cut one) makes the whole text malformed.
+bool endsThere(od::document& doc) {
+    const char* trailing = nullptr;
+    return doc.current_location().get(trailing) != simdjson::SUCCESS;
+}
+
+// The top-level members `usage` and `choices` of a document. The key
+// `usage` is matched as written (onlyNullUsage looks for those bytes);
+// other members are skipped, not validated. Nullopt when the document is
+// not one whole object.
+std::optional<UsageFacts> readFacts(od::document& doc) {
+    od::object root;
+    if (doc.get_object().get(root)) return std::nullopt;
+    UsageFacts facts;
+    for (auto field : root) {
+        od::raw_json_string key;
+        od::value value;
+        if (field.key().get(key) || field.value().get(value)) return std::nullopt;
+        if (key == "usage") {
+            facts.usage = readUsage(value);
+        } else if (key == "choices") {
+            od::json_type type;
+            od::array choices;
+            bool empty = false;
+            facts.empty_choices = !value.type().get(type) && type == od::json_type::array &&
+                                  !value.get_array().get(choices) && !choices.is_empty().get(empty) && empty;
+        }
+    }
+    if (!endsThere(doc)) return std::nullopt;
+    return facts;
+}
+
+// The usage member's value alone, read as a document of its own.
+std::optional<UsageCounts> readUsageDocument(od::document& doc) {
+    od::value root;
+    if (doc.get_value().get(root)) return std::nullopt;
+    std::optional<UsageCounts> usage = readUsage(root);
+    if (!endsThere(doc)) return std::nullopt;
+    return usage;
+}
+
+// One parser per thread, reused (a relay runs on one worker thread), and a
+// copy of the input with the padding simdjson reads past its end: callers
+// hand over string_views without it.
+class FactsReader {
+public:
+    // What `reader` reads from the document `json`; nullopt when simdjson
+    // cannot index it, or memory runs out (no usage rather than a dropped
+    // request).
+    template <typename Reader>
+    auto read(std::string_view json, Reader reader) noexcept -> decltype(reader(std::declval<od::document&>())) {
+        try {
+            // An answer can be up to the relay's 1 MiB copy; do not keep that
+            // much per thread after one large answer.
+            constexpr size_t kShrinkAboveBytes = 256 << 10;
+            const size_t needed = json.size() + simdjson::SIMDJSON_PADDING;
+            if (copy_bytes_ < needed || (copy_bytes_ > kShrinkAboveBytes && copy_bytes_ > 4 * needed)) {
+                copy_ = std::make_unique<char[]>(needed);
+                copy_bytes_ = needed;
+            }
+            if (parser_.capacity() > kShrinkAboveBytes && parser_.capacity() > 4 * json.size()) parser_ = od::parser{};
+            std::memcpy(copy_.get(), json.data(), json.size());
+            std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
+            od::document doc;
+            if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
+            return reader(doc);
+        } catch (...) {
+            return std::nullopt;
+        }
+    }
+
+private:
+    od::parser parser_;
+    std::unique_ptr<char[]> copy_;
+    size_t copy_bytes_ = 0;
+};
+
+FactsReader& threadReader() {
+    thread_local FactsReader reader;
+    return reader;
+}
+
+std::optional<UsageFacts> usageFacts(std::string_view json) noexcept { return threadReader().read(json, readFacts); }
+
+// The last top-level member of an answer named `usage`, found by walking
+// the answer backward from its end (issue 18, fifteenth round): a backend
+// writes usage after the choices, so only the few members after it are
+// passed over, where reading the whole answer costs more than anything
+// else the relay does for it. The walk reads what it passes over only as
+// far as it must to find where each value starts; it never looks at the
+// text before the usage member. `unsure` sends the answer to the full
+// read: the walk met something it does not take apart (a value that is not
+// a string, literal, number, object or array; a member without its colon).
+struct TailMember {
+    enum class Kind { usage, none, unsure } kind = Kind::unsure;
+    std::string_view value;  // the usage member's value, as written
+};
+
+bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+class TailWalk {
+public:
+    explicit TailWalk(std::string_view text) : text_(text), at_(text.size()) {}
+
+    TailMember lastUsage() {
+        skipSpace();
+        if (!take('}')) return {};
+        skipSpace();
+        if (take('{')) return atStart() ? TailMember{TailMember::Kind::none, {}} : TailMember{};
+        while (true) {
+            const size_t value_end = at_;
+            if (!skipValue()) return {};
+            const std::string_view value = text_.substr(at_, value_end - at_);
+            skipSpace();
+            if (!take(':')) return {};
+            skipSpace();
+            const size_t key_end = at_;
+            if (!skipString()) return {};
+            // The key as written, between its quotes (an escaped spelling is another key).
+            const bool usage = text_.substr(at_ + 1, key_end - at_ - 2) == "usage";
+            skipSpace();
+            if (take(',')) {
+                if (usage) return {TailMember::Kind::usage, value};
+                skipSpace();
+                continue;
+            }
+            if (take('{') && atStart())
+                return usage ? TailMember{TailMember::Kind::usage, value} : TailMember{TailMember::Kind::none, {}};
+            return {};
+        }
+    }
+
+private:
+    void skipSpace() {
+        while (at_ > 0 && isJsonSpace(text_[at_ - 1])) --at_;
+    }
+    bool take(char c) {
+        if (at_ == 0 || text_[at_ - 1] != c) return false;
+        --at_;
+        return true;
+    }
+    bool atStart() {
+        skipSpace();
+        return at_ == 0;
+    }
+    // A string that ends before at_: at_ moves to its opening quote. A quote
+    // after an odd run of backslashes is inside the string.
+    bool skipString() {
+        if (!take('"')) return false;
+        while (at_ > 0) {
+            if (!previousQuote()) return false;
+            size_t slashes = 0;
+            while (slashes < at_ && text_[at_ - 1 - slashes] == '\\') ++slashes;
+            if (slashes % 2 == 0) return true;
+        }
+        return false;
+    }
+    // Moves at_ onto the last quote before it; false when there is none.
+    // Sixteen bytes at a time, inline: the strings passed over here are
+    // the usage object's keys and the few members after it, a few bytes
+    // each, where a call to memrchr cost more than the search.
+    bool previousQuote() {
+#if defined(__SSE2__)
+        for (; at_ >= 16; at_ -= 16) {
+            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + at_ - 16));
+            if (const auto quotes = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))))) {
+                at_ = at_ - 16 + size_t(31 - __builtin_clz(quotes));
+                return true;
+            }
+        }
+#endif
+        while (at_ > 0)
+            if (text_[--at_] == '"') return true;
+        return false;
+    }
+    // An object or array: brackets are counted, strings skipped whole.
+    bool skipContainer() {
+        static constexpr std::array<bool, 256> kStops = [] {
+            std::array<bool, 256> stops{};
+            for (unsigned char c : std::string_view("\"{}[]")) stops[c] = true;
+            return stops;
+        }();
+        size_t depth = 0;
+        while (at_ > 0) {
+            while (at_ > 0 && !kStops[static_cast<unsigned char>(text_[at_ - 1])]) --at_;
+            if (at_ == 0) break;
+            const char c = text_[at_ - 1];
+            if (c == '"') {
+                if (!skipString()) return false;
+                continue;
+            }
+            --at_;
+            if (c == '}' || c == ']') {
+                ++depth;
+            } else if (--depth == 0) {
+                return true;
+            }
+        }
+        return false;
+    }
+    bool skipValue() {
+        if (at_ == 0) return false;
+        const char last = text_[at_ - 1];
+        if (last == '"') return skipString();
+        if (last == '}' || last == ']') return skipContainer();
+        // A number or a literal: what precedes it is checked by the caller.
+        const size_t end = at_;
+        while (at_ > 0) {
+            const char c = text_[at_ - 1];
+            if (!((c >= '0' && c <= '9') || (c >= 'a' && c <= 'z') || c == '.' || c == '+' || c == '-' || c == 'E'))
+                break;
+            --at_;
+        }
+        return at_ != end;
+    }
+
+    std::string_view text_;
+    size_t at_;
+};
+
+// The usage object in the shape backends write it: keys without escapes,
+// counts as plain integers or null, and prompt_tokens_details an object of
+// the same shape or null. Read here as readUsage reads it (the five keys
+// backends write matched whole, other keys byte by byte, counts digit by
+// digit); anything else (an escape, a sign, a fraction, an exponent, a
+// string, an array, 20 digits, a leading zero) is `unsure` and left to
+// simdjson.
+class PlainUsage {
+public:
+    explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+    // False when unsure; otherwise `out` is what readUsage would give.
+    bool read(UsageCounts& out) {
+        if (!object(false)) return false;
+        space();
+        if (p_ != end_) return false;
+        out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
+        return true;
+    }
+
+private:
+    enum class Key { prompt, completion, details, cached, total, other };
+
+    // What a plain key may hold: printable ASCII but the quote and the backslash.
+    static constexpr std::array<bool, 256> kKeyBytes = [] {
+        std::array<bool, 256> bytes{};
+        for (int c = 0x20; c < 0x7f; ++c) bytes[size_t(c)] = c != '"' && c != '\\';
+        return bytes;
+    }();
+
+    void space() {
+        while (p_ != end_ && isJsonSpace(*p_)) ++p_;
+    }
+    // `c`, after any whitespace. Backends write usage without any, so the
+    // byte is looked at first, and the whitespace only when it is not `c`.
+    bool take(char c) {
+        if (p_ == end_ || *p_ != c) {
+            space();
+            if (p_ == end_ || *p_ != c) return false;
+        }
+        ++p_;
+        return true;
+    }
+    // Whether the text at p_ begins with `literal`; if so, p_ moves past it.
+    template <size_t N>
+    bool skip(const char (&literal)[N]) {
+        if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) return false;
+        p_ += N - 1;
+        return true;
+    }
+    // A key with its quotes. The keys backends write are matched whole, with
+    // the closing quote; any other is read byte by byte.
+    bool key(Key& out) {
+        if (!take('"')) return false;
+        out = knownKey();
+        if (out != Key::other) return true;
+        // Not a key above: its name differs from theirs, or it is not plain.
+        while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
+        if (p_ == end_ || *p_ != '"') return false;
+        ++p_;
+        return true;
+    }
+    // The key at p_ (past its opening quote) when it is one backends write,
+    // p_ then past its closing quote; `other`, p_ unmoved, when it is not.
+    Key knownKey() {
+        switch (p_ == end_ ? '\0' : *p_) {
+            case 'p':
+                if (skip("prompt_tokens\"")) return Key::prompt;
+                if (skip("prompt_tokens_details\"")) return Key::details;
+                break;
+            case 'c':
+                if (skip("completion_tokens\"")) return Key::completion;
+                if (skip("cached_tokens\"")) return Key::cached;
+                break;
+            case 't':
+                if (skip("total_tokens\"")) return Key::total;
+                break;
+            default: break;
+        }
+        return Key::other;
+    }
+    // A count (0, or up to 19 digits without a leading zero) or null.
+    bool count(std::optional<uint64_t>& out) {
+        space();
+        if (skip("null")) {
+            out.reset();
+            return true;
+        }
+        const char* const start = p_;
+        uint64_t value = 0;
+        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + uint64_t(*p_++ - '0');
+        const size_t digits = size_t(p_ - start);
+        if (digits == 0 || digits > 19 || (digits > 1 && *start == '0')) return false;
+        out = value;
+        return true;
+    }
+    bool object(bool details) {
+        if (!take('{')) return false;
+        if (take('}')) return true;
+        do {
+            Key name;
+            if (!key(name) || !take(':')) return false;
+            std::optional<uint64_t> value;
+            if (!details && name == Key::details) {
+                cached_.reset();  // the last one counts, whatever it is
+                space();
+                if (p_ != end_ && *p_ == '{') {
+                    if (!object(true)) return false;
+                } else if (!count(value) || value) {
+                    return false;
+                }
+                continue;
+            }
+            if (!count(value)) return false;
+            if (details) {
+                if (name == Key::cached) cached_ = value;
+            } else if (name == Key::prompt) {
+                prompt_ = value;
+            } else if (name == Key::completion) {
+                completion_ = value;
+            } else if (name == Key::total) {
+                total_ = value;
+            }
+        } while (take(','));
+        return take('}');
+    }
+
+    const char* p_;
+    const char* const end_;
+    std::optional<uint64_t> prompt_, completion_, cached_, total_;
+};
+
+// The usage member's value: the plain reader first, simdjson for any other spelling.
+std::optional<UsageCounts> readUsageMember(std::string_view value) noexcept {
+    if (UsageCounts counts; PlainUsage(value).read(counts)) return counts;
+    return threadReader().read(value, readUsageDocument);
+}
+
+std::optional<Usage> judged(const std::optional<UsageCounts>& counts, const UsageCheck& check) {
+    return counts ? usageOf(*counts, check) : std::nullopt;
+}
+
+}  // namespace
+
+bool implausible(const UsageCounts& counts, uint64_t max_tokens) noexcept {
+    const uint64_t cached = counts.cached.value_or(0);
+    return counts.non_counts != 0 || counts.prompt.value_or(0) > max_tokens ||
+           counts.completion.value_or(0) > max_tokens || cached > max_tokens || counts.total.value_or(0) > max_tokens ||
+           cached > counts.prompt.value_or(0);
+}
+
+std::optional<Usage> usageOf(const UsageCounts& counts, const UsageCheck& check) noexcept {
+    if (check.implausible && implausible(counts, check.max_tokens)) *check.implausible = true;
+    if (!counts.prompt && !counts.completion) return std::nullopt;
+    return Usage{.prompt_tokens = counts.prompt.value_or(0),
+                 .completion_tokens = counts.completion.value_or(0),
+                 .cached_prompt_tokens = counts.cached.value_or(0)};
+}
+
+std::optional<Usage> parseUsageJson(std::string_view json, const UsageCheck& check) noexcept {
+    const TailMember tail = TailWalk(json).lastUsage();
+    if (tail.kind == TailMember::Kind::none) return std::nullopt;
+    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json, check);
+    return judged(readUsageMember(tail.value), check);
+}
+
+std::optional<Usage> parseUsageJsonEnd(std::string_view end, const UsageCheck& check) noexcept {
+    const TailMember tail = TailWalk(end).lastUsage();
+    return tail.kind == TailMember::Kind::usage ? judged(readUsageMember(tail.value), check) : std::nullopt;
+}
+
+std::optional<Usage> readWholeUsage(std::string_view json, const UsageCheck& check) noexcept {
+    auto facts = usageFacts(json);
+    return facts ? judged(facts->usage, check) : std::nullopt;
+}
+
+bool isUsageOnlyChunk(std::string_view json) noexcept {
+    auto facts = usageFacts(json);
+    return facts && facts->empty_choices && facts->usage && usageOf(*facts->usage);
+}
+
+std::string sseEventData(std::string_view event) {
+    std::string data;
+    bool any = false;
+    size_t pos = 0;
+    while (pos < event.size()) {
+        const size_t end = lineEnd(event, pos);
+        std::string_view line = event.substr(pos, end - pos);
+        // Skip the terminator: CRLF counts as one.
+        pos = end;
+        if (pos < event.size() && event[pos] == '\r') ++pos;
+        if (end < event.size() && event[end] == '\r' && pos < event.size() && event[pos] == '\n') ++pos;
+        else if (end < event.size() && event[end] == '\n') ++pos;
+
+        if (!line.starts_with("data")) continue;
+        std::string_view value;
+        if (line.size() == 4) {
+            value = {};
+        } else if (line[4] == ':') {
+            value = line.substr(5);
+            if (!value.empty() && value.front() == ' ') value.remove_prefix(1);
+        } else {
+            continue;  // a field named e.g. "database"
+        }
+        if (any) data += '\n';
+        data.append(value);
+        any = true;
+    }
+    return data;
+}
+
+bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
+    // Skip the parse unless the event can hold a usage object: most events
+    // are one token each and this runs for every one of them.
+    if (onlyNullUsage(event)) {
+        if (findIn(event, "[DONE]") != std::string_view::npos && sseEventData(event) == "[DONE]") saw_done_ = true;
+        return false;
+    }
+    const std::string data = sseEventData(event);
+    auto facts = usageFacts(data);
+    if (!facts) return false;
+    std::optional<Usage> usage;
+    if (facts->usage) {
+        bool implausible = false;
+        usage = usageOf(*facts->usage, {.max_tokens = max_tokens_, .implausible = &implausible});
+        if (usage) usage_ = usage;
+        if (usage || facts->usage->non_counts != 0) implausible_ = implausible;  // the last usage decides
+    }
+    if (usage && facts->empty_choices) {
+        saw_usage_only_ = true;
+        if (filtering) {
+            ++dropped_events_;
+            return true;
+        }
+    }
+    return false;
+}
+
+void SseUsageParser::observe(std::string_view bytes) { feed(bytes, nullptr); }
+
+void SseUsageParser::filter(std::string_view bytes, std::string& forward) {
+    filtering_ = true;
+    feed(bytes, &forward);
+}
+
+void SseUsageParser::feed(std::string_view bytes, std::string* forward) {
+    const bool filtering = forward != nullptr;
+    size_t i = 0;
+    while (i < bytes.size()) {
+        const char c = bytes[i];
+        if (pending_cr_) {
+            pending_cr_ = false;
+            if (c == '\n') {
+                // The LF of a CRLF: it belongs with its CR, which ended either
+                // an event (forward it only if that event was forwarded) or a
+                // line of the current event.
+                if (cr_ended_event_) {
+                    if (filtering && !last_dropped_) forward->push_back(c);
+                } else if (overflowed_) {
+                    if (filtering) forward->push_back(c);
+                } else {
+                    event_.push_back(c);
+                }
+                cr_ended_event_ = false;
+                ++i;
+                continue;
+            }
+            cr_ended_event_ = false;
+        }
+        if (c != '\n' && c != '\r') {
+            // The rest of the line in one append: byte-at-a-time is the
+            // relay's hot loop otherwise.
+            const size_t end = lineEnd(bytes, i + 1);
+            const std::string_view run = bytes.substr(i, end - i);
+            if (overflowed_) {
+                if (filtering) forward->append(run);
+            } else {
+                event_.append(run);
+            }
+            line_bytes_ += run.size();
+            i = end;
+        } else {
+            if (overflowed_) {
+                if (filtering) forward->push_back(c);
+            } else {
+                event_.push_back(c);
+            }
+            ++i;
+            pending_cr_ = c == '\r';
+            if (line_bytes_ == 0) {
+                // Blank line: the event ends here.
+                cr_ended_event_ = c == '\r';
+                last_dropped_ = false;
+                if (overflowed_) {
+                    overflowed_ = false;
+                } else {
+                    const bool drop = onEvent(event_, filtering);
+                    if (filtering && !drop) forward->append(event_);
+                    last_dropped_ = drop;
+                    event_.clear();
+                }
+            }
+            line_bytes_ = 0;
+        }
+        if (!overflowed_ && event_.size() > max_event_bytes_) {
+            // Too large to hold: pass it through unparsed until its end.
+            if (filtering) forward->append(event_);
+            event_.clear();
+            overflowed_ = true;
+        }
+    }
+}
+
+void SseUsageParser::finish(std::string* forward) {
+    if (!event_.empty() && !overflowed_) {
+        onEvent(event_, false);  // count its usage, but never drop an unterminated event
+        if (forward) forward->append(event_);
+    }
+    event_.clear();
+    line_bytes_ = 0;
+    pending_cr_ = false;
+    cr_ended_event_ = false;
+    overflowed_ = false;
+}
+
+bool SseUsageParser::brokeOff() {
+    // Observe mode forwards every byte as it comes; filter mode holds an
+    // event until its end, but passes one over the cap on as it comes.
+    const bool started = overflowed_ || (!filtering_ && !event_.empty());
+    event_.clear();
+    line_bytes_ = 0;
+    pending_cr_ = false;
+    cr_ended_event_ = false;
+    overflowed_ = false;
+    return started;
+}
+
+}  // namespace dpgate::gateway

@@ -1,0 +1,119 @@
+#include "gateway/ops/status_table.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace dpgate::gateway::ctl;
+
+namespace {
+
+// Two backends of one rank each: one accepted and serving, one drained,
+// down and unknown (every backend-reported number null).
+nlohmann::json twoBackends() {
+    return nlohmann::json::parse(R"({
+      "model": "m", "configured_window": 1048576, "public_window": 524288, "routing_mode": "affinity",
+      "roles": {"source": "state", "since": "2026-12-01T10:00:00Z", "file": "/s/roles.json", "last_write_error": null},
+      "last_flip": {"who": "ana@ctl", "at": "2026-12-02T09:00:00Z", "from": "a", "to": "b", "forced": true},
+      "failover_unaccepted": null,
+      "backends": [
+        {"name": "a", "role": "standby", "healthy": true, "routable": true, "drained": false, "window": 1048576,
+         "identity": {"model_id": "m", "window": 1048576, "version": "0.9", "server": "vllm"},
+         "acceptance": {"time": "2026-12-01T08:00:00Z", "passed": true, "identity_match": true,
+                        "identity_differences": [], "failed": []},
+         "accepted": true, "accepted_window": 1048576,
+         "slots": [{"rank": 0, "queued_prefill_tokens": 10, "recent_prefill_tokens": 2000, "running": 3.0,
+                    "waiting": 0.0, "kv_cache_usage": 0.25, "prefix_cache_hit_ratio": 1.0}]},
+        {"name": "bb", "role": "primary", "healthy": false, "routable": false, "drained": true, "window": null,
+         "identity": null, "acceptance": null, "accepted": false, "accepted_window": null,
+         "slots": [{"rank": 0, "queued_prefill_tokens": 0, "recent_prefill_tokens": 0, "running": null,
+                    "waiting": null, "kv_cache_usage": null, "prefix_cache_hit_ratio": null}]}
+      ]})");
+}
+
+}  // namespace
+
+TEST(CtlStatusTable, HeaderBackendsAndRanksAligned) {
+    std::vector<std::string> expected = {
+        "model m  public window 524288 (configured 1048576)  routing affinity",
+        "roles from state since 2026-12-01T10:00:00Z  last flip 2026-12-02T09:00:00Z a -> b by ana@ctl (forced)",
+        "",
+        "BACKEND  ROLE     HEALTH   STATE     WINDOW   ACCEPTED  IDENTITY  ACCEPTANCE",
+        "a        standby  healthy  routable  1048576  1048576   0.9 vllm  2026-12-01T08:00:00Z PASS identity ok",
+        "bb       primary  down     drained   -        no        -         none",
+        "",
+        "BACKEND  RANK  QUEUED_PREFILL  RECENT_PREFILL  RUNNING  WAITING  KV_USAGE  CACHE_HIT",
+        "a        0     10              2000            3        0        0.250     1.000",
+        "bb       0     0               0               -        -        -         -",
+    };
+    EXPECT_EQ(statusTable(twoBackends()), expected);
+}
+
+TEST(CtlStatusTable, FailoverToAnUnacceptedStandbyIsLoud) {
+    nlohmann::json status = twoBackends();
+    status["failover_unaccepted"] = {{"backend", {"bb"}},
+                                     {"at", "2026-12-03T01:02:03Z"},
+                                     {"blocked", false},
+                                     {"message", "primary a is down; serving from bb, which is not accepted"}};
+    status["roles"]["last_write_error"] = "rename: no space left";
+    std::vector<std::string> lines = statusTable(status);
+    ASSERT_GE(lines.size(), 4u);
+    EXPECT_EQ(lines[2], "!! roles not persisted: rename: no space left");
+    EXPECT_EQ(lines[3],
+              "!! FAILOVER TO UNACCEPTED STANDBY bb at 2026-12-03T01:02:03Z: primary a is down; serving from bb, "
+              "which is not accepted");
+}
+
+TEST(CtlStatusTable, FailedAcceptanceNamesChecksAndIdentityDifferences) {
+    nlohmann::json status = twoBackends();
+    status["backends"][0]["acceptance"] = {{"time", "T"},
+                                           {"passed", false},
+                                           {"identity_match", false},
+                                           {"identity_differences", {"version 0.8 -> 0.9"}},
+                                           {"failed", {"models", "stream"}}};
+    std::vector<std::string> lines = statusTable(status);
+    EXPECT_TRUE(lines[4].ends_with("T FAIL(models,stream) IDENTITY DIFFERS (version 0.8 -> 0.9)")) << lines[4];
+}
+
+TEST(CtlStatusTable, InFlightColumnOnlyWhenReported) {
+    nlohmann::json status = twoBackends();
+    EXPECT_EQ(statusTable(status)[7].find("IN_FLIGHT"), std::string::npos);
+    status["backends"][0]["slots"][0]["in_flight"] = 4;
+    std::vector<std::string> lines = statusTable(status);
+    EXPECT_EQ(lines[7],
+              "BACKEND  RANK  IN_FLIGHT  QUEUED_PREFILL  RECENT_PREFILL  RUNNING  WAITING  KV_USAGE  CACHE_HIT");
+    EXPECT_TRUE(lines[8].starts_with("a        0     4          10")) << lines[8];
+    EXPECT_TRUE(lines[9].starts_with("bb       0     -          0")) << lines[9];
+}
+
+TEST(CtlStatusTable, OtherShapesShowDashesAndNeverThrow) {
+    for (const char* text :
+         {"null", "[]", "42", "{}", R"({"backends": 3, "roles": []})", R"({"backends": [{"slots": [{}]}, 7]})"}) {
+        std::vector<std::string> lines;
+        EXPECT_NO_THROW(lines = statusTable(nlohmann::json::parse(text))) << text;
+        ASSERT_FALSE(lines.empty()) << text;
+        EXPECT_EQ(lines[0], "model -  public window - (configured -)  routing -") << text;
+    }
+}
+
+TEST(CtlStatusTable, CellText) {
+    EXPECT_EQ(cellText(nullptr), "-");
+    EXPECT_EQ(cellText(""), "-");
+    EXPECT_EQ(cellText("x"), "x");
+    EXPECT_EQ(cellText(true), "yes");
+    EXPECT_EQ(cellText(false), "no");
+    EXPECT_EQ(cellText(12), "12");
+    EXPECT_EQ(cellText(0.1234), "0.123");
+    EXPECT_EQ(cellText(nlohmann::json::parse("0.0")), "0");
+    EXPECT_EQ(cellText(nlohmann::json::parse("17.0")), "17");
+    EXPECT_EQ(ratioText(nlohmann::json::parse("0.0")), "0.000");
+    EXPECT_EQ(ratioText(nlohmann::json::parse("1")), "1.000");
+    EXPECT_EQ(ratioText(nullptr), "-");
+}
+
+TEST(CtlStatusTable, ABackendNotProbedYetIsNotCalledDown) {
+    nlohmann::json status = twoBackends();
+    status["backends"][1]["probed"] = false;
+    std::vector<std::string> lines = statusTable(status);
+    EXPECT_TRUE(lines[5].starts_with("bb       primary  not probed yet")) << lines[5];
+    status["backends"][1]["probed"] = true;
+    EXPECT_TRUE(statusTable(status)[5].starts_with("bb       primary  down ")) << statusTable(status)[5];
+}
