@@ -216,8 +216,7 @@ struct Config {
     // Threads that admit large bodies (limits.offload_admission_bytes and
     // more) off the workers; 0 = as many as `threads`, at least 2.
     uint32_t admission_threads = 0;
-    bool huge_pages =
-        true;  // heap and code in transparent huge pages (gateway/platform/heap_pages.hpp, code_pages.hpp)
+    bool huge_pages = true;   // the heap in transparent huge pages (gateway/platform/heap_pages.hpp)
     std::string source_path;  // the file it was loaded from (for reload)
 
     bool operator==(const Config&) const = default;

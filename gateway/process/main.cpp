@@ -6,7 +6,6 @@
 #include "gateway/ops/accept_cli.hpp"
 #include "gateway/ops/ctl_cli.hpp"
 #include "gateway/path/model_files.hpp"
-#include "gateway/platform/code_pages.hpp"
 #include "gateway/platform/heap_pages.hpp"
 #include "gateway/platform/log.hpp"
 #include "gateway/process/server.hpp"
@@ -152,8 +151,6 @@ int main(int argc, char** argv) {
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();
         gateway::logLine(gateway::LogLevel::info, chooseHeapPages(config.huge_pages));
-        gateway::logLine(gateway::LogLevel::info, config.huge_pages ? gateway::backCodeWithHugePages()
-                                                                    : "code: 4 KiB pages (huge_pages: false)");
         try {
             gateway::Server server(std::move(config), {.ignore_state = ignore_state});
             return server.run();

@@ -6,8 +6,6 @@ descriptors must come back to where they were."""
 from __future__ import annotations
 
 import json
-import os
-import re
 import selectors
 import socket
 import sys
@@ -294,12 +292,6 @@ def _huge_kib_by_mapping(pid: int) -> list[tuple[str, str, str, int]]:
     return [tuple(m) for m in mappings]
 
 
-def _bounds(range_: str) -> tuple[int, int]:
-    """ "55c1a1400000-55c1a1800000" -> (begin, end)."""
-    begin, end = (int(x, 16) for x in range_.split("-"))
-    return begin, end
-
-
 def _thp_mode() -> str:
     try:
         text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
@@ -321,8 +313,7 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
         log = gw.process.stderr()
         maps = Path(f"/proc/{gw.pid}/maps").read_text()
         # The heap is the writable anonymous memory (tcmalloc grows it by sbrk,
-        # "[heap]", then by mmap); the moved code and read-only data (the next
-        # test) are in huge pages too, but are not the heap.
+        # "[heap]", then by mmap).
         huge_kib = sum(kib for _, perms, path, kib in _huge_kib_by_mapping(gw.pid)
                        if perms.startswith("rw") and path in ("", "[heap]"))
     if not huge_pages:
@@ -341,48 +332,6 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
     assert f"heap: 2 MiB pages where the kernel has them (transparent huge pages: {mode})" in log, log
     # The tokenizer's tables alone fill several; 2 MiB is the least that shows any.
     assert huge_kib >= 2048, f"only {huge_kib} KiB of the heap in huge pages"
-
-
-@pytest.mark.parametrize("huge_pages", [True, False])
-def test_the_code_is_in_huge_pages_unless_configured_off(huge_pages):
-    """huge_pages (default true) also moves dpgate's text and read-only data
-    into 2 MiB pages at start: the same bytes at the same addresses, now
-    anonymous memory the kernel backs with huge pages, and requests run
-    through it as before."""
-    mode = _thp_mode()
-    with Sim() as sim, Gateway(gateway_config([("primary", sim, "primary")], huge_pages=huge_pages)) as gw:
-        for i in range(50):
-            status, body, _ = gw.json("POST", "/v1/chat/completions", chat_body(f"turn {i}"))
-            assert status == 200, body
-        log = gw.process.stderr()
-        exe = os.readlink(f"/proc/{gw.pid}/exe")
-        mappings = _huge_kib_by_mapping(gw.pid)
-        assert gw.process.alive()
-    text_from_file = [m for m in mappings if m[1] == "r-xp" and m[2] == exe]
-    text_anonymous = [m for m in mappings if m[1] == "r-xp" and m[2] == ""]
-    if not huge_pages or mode in ("", "never"):
-        expected = ("code: 4 KiB pages (huge_pages: false)" if not huge_pages else
-                    f"code: 4 KiB pages (the kernel's transparent huge pages are {mode or 'absent'})")
-        assert expected in log, log
-        assert text_from_file and not text_anonymous, mappings
-        return
-    said = re.search(r"code: (\d+) MiB of text \((\d+) KiB\) and (\d+) MiB of read-only data \((\d+) KiB\) "
-                     rf"in 2 MiB pages where the kernel has them \(transparent huge pages: {mode}\)", log)
-    assert said, log
-    text_mib, text_kib, data_mib, data_kib = (int(g) for g in said.groups())
-    # dpgate's text is several MiB: all of it moved (its segments are aligned
-    # to 2 MiB), so no executable page of the file is left mapped.
-    assert text_mib >= 2 and text_mib * 1024 >= text_kib and data_mib * 1024 >= data_kib, log
-    assert not text_from_file, mappings
-    assert len(text_anonymous) == 1, mappings
-    text_begin, text_end = _bounds(text_anonymous[0][0])
-    assert text_begin % (2 << 20) == 0 and text_end - text_begin == text_mib << 20, text_anonymous
-    assert text_anonymous[0][3] >= 2048, f"the moved text has {text_anonymous[0][3]} KiB in huge pages"
-    # The read-only data after the text (its segment starts on the huge page
-    # after the text's end): anonymous, read-only, in huge pages.
-    data = [m for m in mappings if m[1] == "r--p" and m[2] == "" and
-            _bounds(m[0]) == (text_end, text_end + (data_mib << 20))]
-    assert data and data[0][3] >= 2048, mappings
 
 
 def test_concurrent_sse_streams_have_no_errors_and_leave_no_descriptors():
