@@ -124,40 +124,19 @@ public:
         while (capacity < entries * 2) capacity <<= 1;
         if (capacity > slots_.size()) rehash(capacity);
     }
-    // Entries in order (a repeated token keeps its last id), with each home
-    // slot prefetched kAhead entries early: one cache miss per entry in the
-    // 4 MB table, waited on in turn, was a tenth of the load.
+    // Entries in order (a repeated token keeps its last id).
     void emplaceAll(const std::vector<std::pair<std::string_view, std::uint32_t>>& entries) {
         // Never more than half full.
         reserve(size_ + entries.size());
-        constexpr std::size_t kAhead = 16;
-        std::uint64_t hashes[kAhead];
-        for (std::size_t i = 0; i < entries.size() + kAhead; ++i) {
-            std::uint64_t& hash = hashes[i % kAhead];
-            if (i >= kAhead) place(entries[i - kAhead].first, entries[i - kAhead].second, hash);
-            if (i < entries.size()) {
-                hash = hash64(entries[i].first);
-                prefetch(hash);
-            }
-        }
+        for (const auto& [token, id] : entries) place(token, id, hash64(token));
     }
-    const std::uint32_t* find(std::string_view token) const { return find(token, hash64(token)); }
-    // With `hash` = hash64(token), computed early for prefetch().
-    const std::uint32_t* find(std::string_view token, std::uint64_t hash) const {
+    const std::uint32_t* find(std::string_view token) const {
         if (slots_.empty()) return nullptr;
-        for (std::size_t i = hash & mask_;; i = (i + 1) & mask_) {
+        for (std::size_t i = hash64(token) & mask_;; i = (i + 1) & mask_) {
             const Slot& slot = slots_[i];
             if (slot.data == nullptr) return nullptr;
             if (slot.size == token.size() && std::memcmp(slot.data, token.data(), token.size()) == 0) return &slot.id;
         }
-    }
-    void prefetch(std::uint64_t hash) const {
-        if (!slots_.empty()) __builtin_prefetch(&slots_[hash & mask_]);
-    }
-    // After prefetch(hash) has had time: the bytes of the token in the home
-    // slot, which find() compares (the parser's buffer, read at random).
-    void prefetchToken(std::uint64_t hash) const {
-        if (!slots_.empty()) __builtin_prefetch(slots_[hash & mask_].data);
     }
     bool contains(std::string_view token) const { return find(token) != nullptr; }
     std::size_t size() const { return size_; }
@@ -222,63 +201,20 @@ struct ModelParts {
     bool have_merges = false;
 };
 
-std::uint32_t vocabId(const Vocab& vocab, std::string_view token, std::uint64_t hash, const char* what) {
-    const std::uint32_t* id = vocab.find(token, hash);
+std::uint32_t vocabId(const Vocab& vocab, std::string_view token, const char* what) {
+    const std::uint32_t* id = vocab.find(token);
     if (id == nullptr) throw LoadError(std::string("BPE merge ") + what + " not in vocab: " + std::string(token));
     return *id;
 }
 
-// Three vocab lookups per merge (left, right and the two joined), 128K
-// merges: each lookup a cache miss in the 4 MB table, waited on in turn, was
-// a third of the load (issue 18, `dpgate tokens` in a fresh process). The
-// hashes are computed and the slots prefetched kAhead merges early.
+// Three vocab lookups per merge: its left side, its right side and the two joined.
 void resolveMerges(ModelParts& parts) {
-    const std::vector<MergeText>& texts = parts.merge_texts;
-    std::size_t joined_bytes = 0;
-    for (const MergeText& t : texts) joined_bytes += t.left.size() + t.right.size();
+    parts.merges.reserve(parts.merges.size() + parts.merge_texts.size());
     std::string joined;
-    joined.reserve(joined_bytes);
-    std::vector<std::uint32_t> joined_start(texts.size() + 1);
-    for (std::size_t i = 0; i < texts.size(); ++i) {
-        joined_start[i] = static_cast<std::uint32_t>(joined.size());
-        joined.append(texts[i].left).append(texts[i].right);
-    }
-    joined_start[texts.size()] = static_cast<std::uint32_t>(joined.size());
-    auto joinedAt = [&](std::size_t i) {
-        return std::string_view(joined).substr(joined_start[i], joined_start[i + 1] - joined_start[i]);
-    };
-    constexpr std::size_t kAhead = 16;
-    struct Hashes {
-        std::uint64_t left;
-        std::uint64_t right;
-        std::uint64_t merged;
-    };
-    Hashes ring[kAhead];
-    parts.merges.reserve(parts.merges.size() + texts.size());
-    // Merge i's hashes go where merge i - kAhead's were, once it is resolved;
-    // halfway, the slots have arrived and the token bytes they point at are
-    // fetched.
-    for (std::size_t i = 0; i < texts.size() + kAhead; ++i) {
-        Hashes& h = ring[i % kAhead];
-        if (i >= kAhead / 2 && i - kAhead / 2 < texts.size()) {
-            const Hashes& half = ring[(i - kAhead / 2) % kAhead];
-            parts.vocab.prefetchToken(half.left);
-            parts.vocab.prefetchToken(half.right);
-            parts.vocab.prefetchToken(half.merged);
-        }
-        if (i >= kAhead) {
-            const std::size_t k = i - kAhead;
-            const std::uint32_t l = vocabId(parts.vocab, texts[k].left, h.left, "left side");
-            const std::uint32_t r = vocabId(parts.vocab, texts[k].right, h.right, "right side");
-            const std::uint32_t m = vocabId(parts.vocab, joinedAt(k), h.merged, "result");
-            parts.merges.push_back({l, r, m});
-        }
-        if (i < texts.size()) {
-            h = {hash64(texts[i].left), hash64(texts[i].right), hash64(joinedAt(i))};
-            parts.vocab.prefetch(h.left);
-            parts.vocab.prefetch(h.right);
-            parts.vocab.prefetch(h.merged);
-        }
+    for (const MergeText& t : parts.merge_texts) {
+        joined.assign(t.left).append(t.right);
+        parts.merges.push_back({vocabId(parts.vocab, t.left, "left side"), vocabId(parts.vocab, t.right, "right side"),
+                                vocabId(parts.vocab, joined, "result")});
     }
 }
 
