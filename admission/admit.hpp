@@ -74,7 +74,8 @@ public:
 
     // False: always render with the Jinja engine, never the native rendering
     // of a template it recognises (deepseek_v3_fast_path.hpp); the tests and
-    // the fuzz target that prove the two identical.
+    // the fuzz target that prove the two identical. True unless DPGATE_PLAIN
+    // turns deepseek_v3_fast_path off.
     void setNativeRendering(bool on) { native_rendering_ = on; }
 
     // False: JSON validation by the plain JsonValidator only (RequestScanner::setFastJsonValidation).
@@ -98,7 +99,7 @@ private:
     std::function<std::int64_t()> unix_now_;
     std::optional<TokenCounter> counter_;
     std::string error_;
-    bool native_rendering_ = true;
+    bool native_rendering_ = fastPathOn(FastPath::deepseek_v3_fast_path);
     // Set for the length of an admitQuickly(); deferred_ when it went beyond.
     const QuickBound* quick_ = nullptr;
     bool deferred_ = false;

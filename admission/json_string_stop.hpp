@@ -6,7 +6,8 @@
 // jsonStringStop() scans 64 bytes per step with SSE2 (base64 images are
 // megabytes of plain bytes); jsonStringStopPlain() is its byte-at-a-time
 // twin, which the differential tests and the JSON fuzz target compare it to
-// and JsonValidation::simd = false selects.
+// and JsonValidation::simd = false selects (the fast path
+// json_string_stop_sse2, common/fast_paths.hpp).
 namespace dpgate::admission {
 
 const char* jsonStringStop(const char* p, const char* end) noexcept;

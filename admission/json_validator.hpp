@@ -29,6 +29,7 @@
 #include <vector>
 
 #include "admission/clip_json_path.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
@@ -37,7 +38,8 @@ struct JsonValidation {
     // {"a":[1]} nests 2 deep. limits.max_json_depth.
     std::uint32_t max_depth = 256;
     bool check_utf8 = true;  // false: the caller has checked that the bytes are UTF-8
-    bool simd = true;        // false: jsonStringStopPlain (the differential tests and fuzz target)
+    // false: jsonStringStopPlain (the differential tests and fuzz target, DPGATE_PLAIN)
+    bool simd = fastPathOn(FastPath::json_string_stop_sse2);
 };
 
 struct JsonFault {

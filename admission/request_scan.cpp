@@ -14,6 +14,7 @@
 #include "admission/template/jinja/py_json.hpp"
 #include "admission/tokenizer/utf8.hpp"
 #include "common/api_error.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
@@ -1169,7 +1170,7 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
 
 struct RequestScanner::Impl {
     JsonValidator validator;
-    bool fast_json = true;
+    bool fast_json = fastPathOn(FastPath::simdjson_structurals);
     od::parser parser;
     // A padded copy of a body that came without padding, kept between scans
     // (a 4 MB conversation each turn should not fault in fresh pages).

@@ -90,7 +90,8 @@ public:
     // False: validate every body with the plain JsonValidator before the
     // scan, never the fast way (stage 1, jsonDepthWithin over its structural
     // index, then the readers checking what they read and what they skip);
-    // the tests and the fuzz target that compare the two.
+    // the tests and the fuzz target that compare the two. By default the
+    // fast way unless DPGATE_PLAIN turns simdjson_structurals off.
     void setFastJsonValidation(bool on);
 
     // Which simdjson kernels a scan runs, for the start-up log: stage 1 (the

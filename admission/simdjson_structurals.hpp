@@ -5,7 +5,8 @@
 // (ondemand::parser::implementation); this file alone reaches it, and only
 // for the simdjson version it was written against. With any other version
 // it returns nothing and the scan validates with the plain JsonValidator,
-// the same path Admitter::setFastJsonValidation(false) takes.
+// the same path Admitter::setFastJsonValidation(false) and the fast path
+// switch simdjson_structurals (common/fast_paths.hpp) take.
 #include <simdjson.h>
 
 #include <cstdint>

@@ -11,6 +11,7 @@
 // `openai` content format, continue_final_message, template kwargs that
 // name one of the template's variables), and the golden suite and the fuzz
 // target render every DeepSeek V3 case both ways and require identical text.
+// DPGATE_PLAIN=deepseek_v3_fast_path (common/fast_paths.hpp) turns it off.
 //
 // Under vLLM's string content format the template sees every content as a
 // string (null is ""), so its tool-call branch (`content is none`) never

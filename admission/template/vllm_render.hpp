@@ -12,6 +12,7 @@
 #include "admission/template/chat_template.hpp"
 #include "admission/template/jinja/arena.hpp"
 #include "admission/template/jinja/render.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
@@ -19,9 +20,9 @@ struct PromptRenderOptions {
     std::int64_t now_unix_seconds = 0;  // strftime_now()
     jinja::RenderLimits limits;
     // Render DeepSeek V3's own template natively where the fast path models
-    // the request (deepseek_v3_fast_path.hpp); false: always the engine
-    // (the tests that prove the two identical).
-    bool fast_path = true;
+    // the request (deepseek_v3_fast_path.hpp); false: always the engine, its
+    // plain twin (the tests that prove the two identical, DPGATE_PLAIN).
+    bool fast_path = fastPathOn(FastPath::deepseek_v3_fast_path);
 };
 
 struct PromptRenderError {

@@ -33,7 +33,7 @@ void release(ScratchVector<T>& v, std::size_t keep) {
 
 }  // namespace
 
-BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges)
+BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges, bool char_premerge)
     : model_id_(next_model_id.fetch_add(1)) {
     std::copy(std::begin(byte_ids), std::end(byte_ids), byte_ids_);
     std::size_t capacity = 16;
@@ -61,7 +61,7 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
         line.words[a >> 6] |= std::uint64_t{1} << (a & 63);
         line.words[b >> 6] |= std::uint64_t{1} << (b & 63);
     }
-    buildCharPremerge();
+    if (char_premerge) buildCharPremerge();
     monotone_ = computeRanksAreMonotone();
 }
 

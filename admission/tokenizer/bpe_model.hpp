@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "admission/tokenizer/mapped_allocator.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
@@ -33,8 +34,11 @@ public:
     };
 
     // byte_ids[b] is the id of byte b's byte-level character; merges are in
-    // rank order (index = rank).
-    BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges);
+    // rank order (index = rank). `char_premerge` false: every piece starts
+    // from its bytes, the plain twin of the per-character shortcut
+    // (bpe_char_premerge.cpp); the same ids either way.
+    BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge>& merges,
+             bool char_premerge = fastPathOn(FastPath::bpe_char_premerge));
 
     // The ids of one pre-tokenized piece, in this thread's buffer: valid
     // until the next call on this thread or releaseScratch().

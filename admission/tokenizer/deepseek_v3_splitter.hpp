@@ -17,6 +17,8 @@
 #include <string_view>
 #include <vector>
 
+#include "common/fast_paths.hpp"
+
 namespace dpgate::admission {
 
 // The three Split regexes, byte for byte as they appear in tokenizer.json
@@ -24,10 +26,13 @@ namespace dpgate::admission {
 extern const std::array<std::string_view, 3> kDeepSeekV3SplitPatterns;
 
 // The pieces of `text` (valid UTF-8, under 4 GiB) a batch at a time, so a
-// long text needs no more memory than a short one.
+// long text needs no more memory than a short one. `fast_path` false: the
+// plain way alone (deepseek_v3_splitter_fast_path.hpp says what it skips);
+// the same pieces either way.
 class DeepSeekV3Splitter {
 public:
-    explicit DeepSeekV3Splitter(std::string_view text);
+    explicit DeepSeekV3Splitter(std::string_view text,
+                                bool fast_path = fastPathOn(FastPath::deepseek_v3_splitter_fast_path));
     // Appends the end offsets (bytes, relative to the text) of the next
     // pieces in order, `batch` of them or a few more (up to 64); false when
     // the text is done and nothing was appended.
@@ -46,13 +51,14 @@ public:
 private:
     std::string_view text_;
     State state_;
+    bool fast_path_;
 };
 
-// Appends the end offset of every piece of `text` in order.
+// Appends the end offset of every piece of `text` in order, with the fast path.
 void splitDeepSeekV3(std::string_view text, std::vector<std::uint32_t>& piece_ends);
 
-// The same pieces without the ASCII fast path (every piece found by regions
-// and matchAt); tests check that the two agree.
+// The same pieces the plain way (every piece found by regions and matchAt);
+// the tests and the tokenizer fuzz target check that the two agree.
 void splitDeepSeekV3ByRegions(std::string_view text, std::vector<std::uint32_t>& piece_ends);
 
 }  // namespace dpgate::admission

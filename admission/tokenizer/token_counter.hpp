@@ -16,6 +16,7 @@
 #include "admission/tokenizer/shared_segment_cache.hpp"
 #include "admission/tokenizer/tokenizer.hpp"
 #include "admission/tokenizer/word_cache.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
@@ -56,7 +57,8 @@ public:
     std::optional<std::string> encode(std::string_view text, std::vector<std::uint32_t>& ids);
 
     // The rank sweep for long pieces (bpe_rank_sweep.cpp); off, they merge
-    // through the heap, its plain twin. On by default; tests run both.
+    // through the heap, its plain twin. On unless DPGATE_PLAIN turns
+    // bpe_rank_sweep off; tests run both.
     void setRankSweep(bool on) { long_merge_ = on ? BpeModel::LongMerge::kAuto : BpeModel::LongMerge::kHeap; }
 
     const Tokenizer& tokenizer() const { return *tokenizer_; }
@@ -70,7 +72,8 @@ private:
     TokenCounterLimits limits_;
     WordCache words_;
     SegmentCache segments_;
-    BpeModel::LongMerge long_merge_ = BpeModel::LongMerge::kAuto;
+    BpeModel::LongMerge long_merge_ =
+        fastPathOn(FastPath::bpe_rank_sweep) ? BpeModel::LongMerge::kAuto : BpeModel::LongMerge::kHeap;
 };
 
 // "input is not valid UTF-8 (byte offset N)"; shared by every caller that refuses text.

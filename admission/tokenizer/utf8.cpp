@@ -1,28 +1,19 @@
 #include "admission/tokenizer/utf8.hpp"
 
-#include <cstring>
+#include "admission/tokenizer/utf8_ascii_runs.hpp"
+#include "common/fast_paths.hpp"
 
 namespace dpgate::admission {
 
-std::size_t findInvalidUtf8(std::string_view text) {
+namespace {
+
+template <bool kFastPath>
+std::size_t findInvalid(std::string_view text) {
     const auto* p = reinterpret_cast<const unsigned char*>(text.data());
     const std::size_t n = text.size();
     std::size_t i = 0;
     while (i < n) {
-        // ASCII fast path, eight bytes at a time.
-        while (i + 8 <= n) {
-            std::uint64_t word;
-            std::memcpy(&word, p + i, 8);
-            if (word & 0x8080808080808080ull) break;
-            i += 8;
-        }
-        // Runs of 3-byte characters (CJK text), lead bytes whose second byte may
-        // be any continuation byte (0xe0 and 0xed restrict it: general path).
-        while (i + 3 <= n) {
-            const unsigned char b = p[i];
-            if (b - 0xe1u > 0xefu - 0xe1u || b == 0xed || (p[i + 1] & 0xc0) != 0x80 || (p[i + 2] & 0xc0) != 0x80) break;
-            i += 3;
-        }
+        if constexpr (kFastPath) i = utf8_detail::skipAsciiAndCjkRuns(p, i, n);
         if (i >= n) break;
         const unsigned char b0 = p[i];
         if (b0 < 0x80) {
@@ -50,6 +41,16 @@ std::size_t findInvalidUtf8(std::string_view text) {
         }
     }
     return kValidUtf8;
+}
+
+}  // namespace
+
+std::size_t findInvalidUtf8(std::string_view text) {
+    return fastPathOn(FastPath::utf8_ascii_runs) ? findInvalid<true>(text) : findInvalid<false>(text);
+}
+
+std::size_t findInvalidUtf8(std::string_view text, bool fast_path) {
+    return fast_path ? findInvalid<true>(text) : findInvalid<false>(text);
 }
 
 }  // namespace dpgate::admission

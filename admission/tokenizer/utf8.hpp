@@ -11,7 +11,10 @@ inline constexpr std::size_t kValidUtf8 = static_cast<std::size_t>(-1);
 
 // Byte offset of the first ill-formed sequence (overlong forms, surrogates,
 // values above U+10FFFF and truncated sequences included), or kValidUtf8.
+// With the fast path (utf8_ascii_runs.hpp) unless DPGATE_PLAIN turns
+// utf8_ascii_runs off; the second form chooses (the tests compare both).
 std::size_t findInvalidUtf8(std::string_view text);
+std::size_t findInvalidUtf8(std::string_view text, bool fast_path);
 
 // Decodes the scalar value at p; p must point into validated UTF-8.
 inline std::uint32_t decodeUtf8(const unsigned char* p, unsigned& len) {

@@ -27,6 +27,7 @@ dpgate::admission::Admitter makeAdmitter() {
 
 dpgate::admission::Admitter& admitter() {
     static dpgate::admission::Admitter instance = makeAdmitter();
+    instance.setFastJsonValidation(true);  // whatever DPGATE_PLAIN says
     return instance;
 }
 

@@ -79,6 +79,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const std::string text(reinterpret_cast<const char*>(data), size);
     JsonValidation options;
     options.max_depth = UINT32_MAX;
+    options.simd = true;
     const std::optional<JsonFault> fault = validator.validate(text, options);
 
     // The plain string scan gives the same answer, to the byte.

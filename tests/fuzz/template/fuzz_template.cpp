@@ -67,6 +67,7 @@ Admitters loadAdmitters() {
     if (!deepseek_template || !deepseek_template->defaultVariant().deepseek_v3_fast_path) std::abort();
     Admitters all{std::move(admitters), std::make_unique<Admitter>(tokenizer.tokenizer, deepseek_template),
                   std::make_unique<Admitter>(tokenizer.tokenizer, deepseek_template)};
+    all.deepseek_native->setNativeRendering(true);  // whatever DPGATE_PLAIN says
     all.deepseek_engine->setNativeRendering(false);
     return all;
 }

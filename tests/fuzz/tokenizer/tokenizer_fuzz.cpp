@@ -42,7 +42,11 @@ constexpr std::size_t kPlainBytesMax = 32 << 10;
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
     static const auto tokenizer = loadOnce();
-    static TokenCounter warm(tokenizer);
+    static TokenCounter warm = [] {
+        TokenCounter counter(tokenizer);
+        counter.setRankSweep(true);  // whatever DPGATE_PLAIN says
+        return counter;
+    }();
     static TokenCounter plain = [] {
         TokenCounter counter(tokenizer);
         counter.setRankSweep(false);

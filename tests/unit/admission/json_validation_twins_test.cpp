@@ -148,6 +148,7 @@ std::string fill(const std::string& body, const std::string& value) {
 TEST(JsonValidationTwins, EveryPlaceAReaderReadsOrSkipsIsValidatedAlike) {
     Admitter fast(test::referenceTokenizer(), test::referenceChatTemplate());
     Admitter plain(test::referenceTokenizer(), test::referenceChatTemplate());
+    fast.setFastJsonValidation(true);  // whatever DPGATE_PLAIN says
     plain.setFastJsonValidation(false);
     AdmissionLimits limits;
     for (const Slot& slot : slots()) {

@@ -21,6 +21,7 @@ std::optional<JsonFault> validate(const std::string& text, std::uint32_t max_dep
     JsonValidator validator;
     JsonValidation options;
     options.max_depth = max_depth;
+    options.simd = true;
     std::optional<JsonFault> simd = validator.validate(text, options);
     options.simd = false;
     const std::optional<JsonFault> plain = validator.validate(text, options);

@@ -108,6 +108,7 @@ std::vector<Case> cases() {
 TEST(MalformedBody, EachIsA4xxNamingTheProblem) {
     Admitter admitter(test::referenceTokenizer(), test::referenceChatTemplate());
     Admitter plain(test::referenceTokenizer(), test::referenceChatTemplate());
+    admitter.setFastJsonValidation(true);  // whatever DPGATE_PLAIN says
     plain.setFastJsonValidation(false);
     AdmissionLimits limits;
     const std::vector<Case> all = cases();

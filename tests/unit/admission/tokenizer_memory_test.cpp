@@ -96,6 +96,10 @@ Usage measure(TokenCounter& counter, const std::string& text) {
 }
 
 TEST(TokenizerMemory, EveryClassOfLongTextCountsInTwentyBytesPerByteAndKeepsNothing) {
+    // With DPGATE_PLAIN=bpe_rank_sweep long pieces merge through the heap,
+    // the rank sweep's plain twin, which keeps ~20 bytes a symbol in four
+    // buffers grown by doubling: 24 per byte here, so 28 is its bound.
+    const std::size_t per_byte = fastPathOn(FastPath::bpe_rank_sweep) ? 20 : 28;
     const auto tokenizer = test::referenceTokenizer();
     ASSERT_NE(tokenizer, nullptr);
     constexpr std::size_t kBytes = std::size_t{2} << 20;
@@ -116,7 +120,7 @@ TEST(TokenizerMemory, EveryClassOfLongTextCountsInTwentyBytesPerByteAndKeepsNoth
         // The counter a worker keeps: made once, then counting for ever.
         TokenCounter counter(tokenizer);
         const Usage first = measure(counter, text);
-        EXPECT_LE(first.peak, 20 * text.size()) << name << ": " << first.peak / text.size() << " bytes per byte";
+        EXPECT_LE(first.peak, per_byte * text.size()) << name << ": " << first.peak / text.size() << " bytes per byte";
         // The count's own buffers are gone; what stays is the segment cache's
         // entry and buffers no larger than an ordinary text needs.
         EXPECT_LE(first.kept, std::size_t{1} << 20) << name;

@@ -1,5 +1,9 @@
 #include <gtest/gtest.h>
 
+#include <random>
+#include <string_view>
+#include <vector>
+
 #include "admission/tokenizer/token_counter.hpp"
 #include "admission/tokenizer/utf8.hpp"
 #include "test_support.hpp"
@@ -35,6 +39,47 @@ TEST(Utf8, CounterRefusesInvalidTextWithOffset) {
     std::vector<std::uint32_t> ids;
     EXPECT_TRUE(counter.encode("\xc3", ids).has_value());
     EXPECT_TRUE(ids.empty());
+}
+
+// The fast path (utf8_ascii_runs.hpp) finds the same first ill-formed byte
+// as the plain check, on strings of ASCII runs, CJK characters (whose runs
+// it skips), the lead bytes it hands back (0xe0, 0xed) and every ill-formed
+// shape, at every alignment against its eight-byte words.
+TEST(Utf8, TheFastPathFindsWhatThePlainCheckFinds) {
+    const std::vector<std::string_view> atoms = {"a",
+                                                 "abcdefgh",
+                                                 " ",
+                                                 "\x7f",
+                                                 "\x00",
+                                                 "é",
+                                                 "你",
+                                                 "好世界",
+                                                 "\xe0\xa0\x80",
+                                                 "\xed\x9f\xbf",
+                                                 "😀",
+                                                 "\xf4\x8f\xbf\xbf",
+                                                 "\x80",
+                                                 "\xff",
+                                                 "\xc0\xaf",
+                                                 "\xe0\x80\xaf",
+                                                 "\xed\xa0\x80",
+                                                 "\xf4\x90\x80\x80",
+                                                 "\xe4\xbd",
+                                                 "\xe4\x41",
+                                                 "\xf0\x9f",
+                                                 "\xc3"};
+    std::mt19937 rng(8);
+    std::uniform_int_distribution<std::size_t> pick(0, atoms.size() - 1);
+    std::uniform_int_distribution<int> length(0, 40);
+    for (int round = 0; round < 100000; ++round) {
+        std::string text;
+        for (int k = length(rng); k > 0; --k) {
+            // Mostly well-formed, so the fast path has runs to skip.
+            const std::size_t atom = pick(rng);
+            text += atom >= 12 && rng() % 4 != 0 ? atoms[atom % 7] : atoms[atom];
+        }
+        ASSERT_EQ(findInvalidUtf8(text, true), findInvalidUtf8(text, false)) << test::escaped(text);
+    }
 }
 
 }  // namespace

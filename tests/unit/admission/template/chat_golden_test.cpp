@@ -77,6 +77,7 @@ TEST(ChatGolden, DeepSeekV3NativeRenderingIsTheEngines) {
     ASSERT_TRUE(chat_template->defaultVariant().deepseek_v3_fast_path) << "DeepSeek V3's template not recognised";
     Admitter native(test::referenceTokenizer(), chat_template);
     Admitter engine(test::referenceTokenizer(), chat_template);
+    native.setNativeRendering(true);  // whatever DPGATE_PLAIN says
     engine.setNativeRendering(false);
     std::ifstream in(test::goldenDir() / "chat_templates.jsonl");
     ASSERT_TRUE(in);
