@@ -104,9 +104,13 @@ public:
     // whatever the peer does in reply (the answer; the reset of a
     // connection it had closed while it sat idle) raises a new event. Asio
     // would try the recv() first, and it fails: one failed system call per
-    // proxied request, which HAProxy and nginx do not make (issue 18,
-    // nineteenth round).
-    void waitBeforeNextRead() { skipNextReadTry(socket_); }
+    // proxied request, which HAProxy and nginx do not make.
+    void waitBeforeNextRead() { skipNextReadTry(socket_, read_path_); }
+
+    // How reads are made (drain_aware_read.hpp): the process's choice
+    // unless a test sets one, before the first read.
+    void setReadPath(ReadPath path) { read_path_ = path; }
+    ReadPath readPath() const { return read_path_; }
 
     template <class MutableBuffers, class Token>
     auto async_read_some(const MutableBuffers& buffers, Token&& token) {
@@ -115,7 +119,8 @@ public:
                 using Handler = Done<std::decay_t<decltype(handler)>>;
                 quiet_sweeps_ = 0;
                 if constexpr (std::is_convertible_v<const MutableBuffers&, net::mutable_buffer>) {
-                    startRead(socket_, net::mutable_buffer(b), drain_aware_, Handler(*this, std::move(handler)));
+                    startRead(socket_, net::mutable_buffer(b), drain_aware_, Handler(*this, std::move(handler)),
+                              read_path_);
                 } else {
                     socket_.async_read_some(b, Handler(*this, std::move(handler)));
                 }
@@ -177,7 +182,7 @@ private:
     void recheckEnd() {
         if (++quiet_sweeps_ < kRecheckSweeps) return;
         quiet_sweeps_ = 0;
-        rearmRead(socket_);
+        rearmRead(socket_, read_path_);
     }
 
     DeadlineList& list_;
@@ -187,7 +192,8 @@ private:
     bool timed_out_ = false;
     bool drain_aware_ = false;
     bool checked_ = false;
-    uint8_t quiet_sweeps_ = 0;  // recheckEnd; in what was padding
+    uint8_t quiet_sweeps_ = 0;  // recheckEnd
+    ReadPath read_path_ = defaultReadPath();
     TimedSocket* prev_ = nullptr;
     TimedSocket* next_ = nullptr;
 };

@@ -22,6 +22,7 @@
 #include <thread>
 #include <tuple>
 #include <utility>
+#include <vector>
 
 #include <fcntl.h>
 
@@ -37,8 +38,9 @@ struct Loopback {
     std::optional<TimedSocket> client;
     tcp::socket server{io};
 
-    Loopback() {
+    explicit Loopback(ReadPath path) {
         client.emplace(deadlines, io);
+        client->setReadPath(path);
         client->socket().connect(acceptor.local_endpoint());
         acceptor.accept(server);
     }
@@ -59,10 +61,30 @@ struct Loopback {
     }
 };
 
+// Every test that reads runs both ways (drain_aware_read.hpp): through
+// Asio's internals where this build has them, and through the public API,
+// their plain twin. Where the two differ by design, the test says how.
+class TimedSocketPaths : public ::testing::TestWithParam<ReadPath> {
+protected:
+    bool internals() const { return GetParam() == ReadPath::asio_internals; }
+};
+
+std::vector<ReadPath> readPaths() {
+    std::vector<ReadPath> paths{ReadPath::public_api};
+    if (asio_internals::kCompiled) paths.insert(paths.begin(), ReadPath::asio_internals);
+    return paths;
+}
+
+std::string pathName(const ::testing::TestParamInfo<ReadPath>& info) {
+    return info.param == ReadPath::asio_internals ? "AsioInternals" : "PublicApi";
+}
+
 }  // namespace
 
-TEST(TimedSocket, PendingReadPastItsDeadlineFailsWithTimeout) {
-    Loopback l;
+INSTANTIATE_TEST_SUITE_P(ReadPaths, TimedSocketPaths, ::testing::ValuesIn(readPaths()), pathName);
+
+TEST_P(TimedSocketPaths, PendingReadPastItsDeadlineFailsWithTimeout) {
+    Loopback l(GetParam());
     char byte;
     bool done = false;
     error_code result;
@@ -82,8 +104,8 @@ TEST(TimedSocket, PendingReadPastItsDeadlineFailsWithTimeout) {
     EXPECT_GE(took, 100ms);
 }
 
-TEST(TimedSocket, DeadlineDoesNotRunWhileNothingIsPending) {
-    Loopback l;
+TEST_P(TimedSocketPaths, DeadlineDoesNotRunWhileNothingIsPending) {
+    Loopback l(GetParam());
     bool done = false;
     error_code result;
     size_t got = 0;
@@ -108,8 +130,8 @@ TEST(TimedSocket, DeadlineDoesNotRunWhileNothingIsPending) {
     EXPECT_FALSE(l.client->timedOut());
 }
 
-TEST(TimedSocket, CompletedOperationsAreNotSweptAndWritesTimeOutToo) {
-    Loopback l;
+TEST_P(TimedSocketPaths, CompletedOperationsAreNotSweptAndWritesTimeOutToo) {
+    Loopback l(GetParam());
     bool done = false;
     error_code first, second;
     l.client->expires_after(50ms);
@@ -228,8 +250,8 @@ void bytesThenEnd(Loopback& l, std::string_view bytes) {
 
 }  // namespace
 
-TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
-    Loopback l;
+TEST_P(TimedSocketPaths, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
+    Loopback l(GetParam());
     l.client->readDrainAware();
     net::write(l.server, net::buffer("first", 5));
     auto [ec1, first] = readOnce(l, 4096);  // short: the socket is drained
@@ -259,8 +281,8 @@ TEST(TimedSocket, BytesThatCameWhileNoReadWaitedAreReadAfterAShortRead) {
     EXPECT_EQ(third.substr(0, n), "third");
 }
 
-TEST(TimedSocket, AFullReadLeavesTheRestForTheNextReadAtOnce) {
-    Loopback l;
+TEST_P(TimedSocketPaths, AFullReadLeavesTheRestForTheNextReadAtOnce) {
+    Loopback l(GetParam());
     l.client->readDrainAware();
     net::write(l.server, net::buffer("0123456789abcdefghij", 20));
     auto [ec1, first] = readOnce(l, 10);
@@ -269,9 +291,9 @@ TEST(TimedSocket, AFullReadLeavesTheRestForTheNextReadAtOnce) {
     EXPECT_EQ(first + second, "0123456789abcdefghij");
 }
 
-TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
+TEST_P(TimedSocketPaths, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
     {
-        Loopback l;
+        Loopback l(GetParam());
         l.client->readDrainAware();
         l.server.close();
         auto [ec, got] = readOnce(l, 64);
@@ -279,7 +301,7 @@ TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
         EXPECT_TRUE(got.empty());
     }
     {
-        Loopback l;
+        Loopback l(GetParam());
         l.client->readDrainAware();
         bool done = false;
         error_code result;
@@ -294,7 +316,7 @@ TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
         EXPECT_EQ(result, net::error::operation_aborted);
     }
     {
-        Loopback l;
+        Loopback l(GetParam());
         l.client->readDrainAware();
         auto [ec, got] = readOnce(l, 0);
         EXPECT_FALSE(ec);
@@ -305,10 +327,11 @@ TEST(TimedSocket, EndOfStreamCancelAndAnEmptyBufferCompleteAsAsioDoes) {
 // The limit drain_aware_read.hpp names: an end of stream that came before a
 // short read took the bytes ahead of it wakes nothing; the next read ends at
 // its deadline (a client that half-closed right after its request). After
-// the short read, an end of stream is seen at once.
-TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline) {
+// the short read, an end of stream is seen at once. Through the public API
+// every read tries first, and sees the earlier end at once too.
+TEST_P(TimedSocketPaths, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline) {
     {
-        Loopback l;
+        Loopback l(GetParam());
         l.client->readDrainAware();
         net::write(l.server, net::buffer("request", 7));
         auto [ec1, got] = readOnce(l, 4096);
@@ -318,13 +341,13 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
         EXPECT_EQ(ec2, net::error::eof);
     }
     {
-        Loopback l;
+        Loopback l(GetParam());
         l.client->readDrainAware();
         bytesThenEnd(l, "request");
         auto [ec1, got] = readOnce(l, 4096);
         EXPECT_EQ(got, "request");
         auto [result, n] = readWithDeadline(l, 1);
-        EXPECT_EQ(result, beast::error::timeout);
+        EXPECT_EQ(result, internals() ? error_code(beast::error::timeout) : error_code(net::error::eof));
     }
 }
 
@@ -332,9 +355,9 @@ TEST(TimedSocket, DrainAwareReadsSeeALaterEndAtOnceAndAnEarlierOneAtTheDeadline)
 // as Asio reads, an end of stream that came with the last bytes is seen at
 // once, whether the handler is a callback (run through Asio's handler_work)
 // or a coroutine (run directly, on the socket's io_context).
-TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
+TEST_P(TimedSocketPaths, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
     {
-        Loopback l;
+        Loopback l(GetParam());
         bytesThenEnd(l, "answer");
         auto [ec1, got] = readOnce(l, 4096);
         EXPECT_FALSE(ec1);
@@ -344,7 +367,7 @@ TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
         EXPECT_TRUE(rest.empty());
     }
     {
-        Loopback l;
+        Loopback l(GetParam());
         bytesThenEnd(l, "answer");
         std::string got;
         error_code end;
@@ -371,8 +394,8 @@ TEST(TimedSocket, ReadsThatAreNotDrainAwareSeeAnEndThatCameWithTheBytesAtOnce) {
 // The first read of a backend's answer waits for epoll before it tries a
 // recv() (TimedSocket::waitBeforeNextRead): its request was just written
 // whole, so anything the peer does in reply raises a new event.
-TEST(TimedSocket, AReadThatWaitsFirstGetsTheAnswerToWhatWasJustWritten) {
-    Loopback l;
+TEST_P(TimedSocketPaths, AReadThatWaitsFirstGetsTheAnswerToWhatWasJustWritten) {
+    Loopback l(GetParam());
     net::write(l.client->socket(), net::buffer("request", 7));
     std::string request(7, '\0');
     net::read(l.server, net::buffer(request));
@@ -388,8 +411,8 @@ TEST(TimedSocket, AReadThatWaitsFirstGetsTheAnswerToWhatWasJustWritten) {
 // A pooled connection the backend closed while it sat idle: the close came
 // and the event loop took in its event before the request was written. The
 // request draws a reset, a new event, and the read sees it at once.
-TEST(TimedSocket, AReadThatWaitsFirstSeesTheResetOfAConnectionClosedWhileIdle) {
-    Loopback l;
+TEST_P(TimedSocketPaths, AReadThatWaitsFirstSeesTheResetOfAConnectionClosedWhileIdle) {
+    Loopback l(GetParam());
     l.server.close();
     std::this_thread::sleep_for(50ms);
     pollWithWork(l);
@@ -403,18 +426,24 @@ TEST(TimedSocket, AReadThatWaitsFirstSeesTheResetOfAConnectionClosedWhileIdle) {
 // It waits for the next event even when bytes are there already, if the
 // event loop took in their event before: so it is only for the first read
 // after a write, with no turn of the loop between. And only for one read:
-// the next tries at once again.
-TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
-    Loopback l;
+// the next tries at once again. Through the public API nothing is skipped:
+// the read tries first and gets the bytes.
+TEST_P(TimedSocketPaths, WaitingFirstSkipsTheTryForOneReadOnly) {
+    Loopback l(GetParam());
     net::write(l.server, net::buffer("early", 5));
     std::this_thread::sleep_for(20ms);
     pollWithWork(l);
     l.client->waitBeforeNextRead();
     auto [result, n] = readWithDeadline(l, 4096);
-    EXPECT_EQ(result, beast::error::timeout) << "the read tried a recv() first";
-    EXPECT_EQ(n, 0u);
+    if (internals()) {
+        EXPECT_EQ(result, beast::error::timeout) << "the read tried a recv() first";
+        EXPECT_EQ(n, 0u);
+    } else {
+        EXPECT_FALSE(result) << result.message();
+        EXPECT_EQ(n, 5u);
+    }
 
-    Loopback again;
+    Loopback again(GetParam());
     net::write(again.server, net::buffer("first", 5));
     again.client->waitBeforeNextRead();
     auto [ec1, first] = readOnce(again, 4096);
@@ -432,9 +461,10 @@ TEST(TimedSocket, WaitingFirstSkipsTheTryForOneReadOnly) {
 // waits for an event instead of trying recv() first, and an end of stream
 // that came with the short read's bytes raises none. The sweep re-arms a
 // read still waiting after TimedSocket::kRecheckSweeps sweeps, and the end is seen then,
-// long before the deadline.
-TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) {
-    Loopback l;
+// long before the deadline. Through the public API the read tries first and
+// sees the end at once.
+TEST_P(TimedSocketPaths, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) {
+    Loopback l(GetParam());
     l.client->readDrainAwareChecked(true);
     bytesThenEnd(l, "event");
     auto [ec1, got] = readOnce(l, 4096);
@@ -451,7 +481,7 @@ TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) 
     });
     l.io.restart();
     l.io.run_for(300ms);  // no sweep: nothing wakes the read
-    EXPECT_FALSE(done) << "the read tried a recv() first: " << result.message();
+    EXPECT_EQ(done, !internals()) << "how the read began: " << result.message();
     l.io.restart();
     l.runSweeping(done);
     ASSERT_TRUE(done);
@@ -461,8 +491,8 @@ TEST(TimedSocket, CheckedReadsSeeAnEndThatCameWithTheLastBytesAtTheNextRecheck) 
 // Re-arming a socket whose read waits with nothing there changes nothing:
 // bytes that come after the recheck still wake the read, and so does the
 // end after them; a write on the socket still completes.
-TEST(TimedSocket, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
-    Loopback l;
+TEST_P(TimedSocketPaths, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
+    Loopback l(GetParam());
     l.client->readDrainAwareChecked(true);
     bool done = false;
     std::string got(4096, '\0');
@@ -493,17 +523,33 @@ TEST(TimedSocket, ARecheckWithNothingThereLeavesTheReadWaitingForWhatComes) {
 
 // An accepted socket made ready once (accepted_socket.hpp): non-blocking
 // before any operation, so neither Asio nor WriteNow sets the mode again,
-// and not marked as a possible duplicate, so closing it leaves epoll to the
-// kernel. It reads, writes and closes as any other.
-TEST(AcceptedSocket, IsNonBlockingOnceAndNotAPossibleDuplicate) {
-    namespace ops = boost::asio::detail::socket_ops;
-    Loopback l;
-    auto& impl = drain_aware_detail::SocketImpl::of(l.server).get_implementation();
-    EXPECT_NE(impl.state_ & ops::possible_dup, 0) << "Asio marks what it accepts as a possible duplicate";
-    prepareAccepted(l.server);
+// and (through Asio's internals) not marked as a possible duplicate, so
+// closing it leaves epoll to the kernel; through the public API, its plain
+// twin, the mark stays. It reads, writes and closes as any other either way.
+class AcceptedSocketPaths : public ::testing::TestWithParam<AcceptPath> {};
+
+std::vector<AcceptPath> acceptPaths() {
+    std::vector<AcceptPath> paths{AcceptPath::public_api};
+    if (asio_internals::kCompiled) paths.insert(paths.begin(), AcceptPath::asio_internals);
+    return paths;
+}
+
+INSTANTIATE_TEST_SUITE_P(AcceptPaths, AcceptedSocketPaths, ::testing::ValuesIn(acceptPaths()),
+                         [](const ::testing::TestParamInfo<AcceptPath>& info) {
+                             return info.param == AcceptPath::asio_internals ? "AsioInternals" : "PublicApi";
+                         });
+
+TEST_P(AcceptedSocketPaths, IsNonBlockingOnceAndNotAPossibleDuplicate) {
+    Loopback l(defaultReadPath());
+#ifdef DPGATE_ASIO_INTERNALS
+    EXPECT_TRUE(asio_internals::possibleDup(l.server)) << "Asio marks what it accepts as a possible duplicate";
+#endif
+    prepareAccepted(l.server, GetParam());
     EXPECT_TRUE(l.server.non_blocking());
     EXPECT_NE(::fcntl(l.server.native_handle(), F_GETFL) & O_NONBLOCK, 0);
-    EXPECT_EQ(impl.state_ & ops::possible_dup, 0);
+#ifdef DPGATE_ASIO_INTERNALS
+    EXPECT_EQ(asio_internals::possibleDup(l.server), GetParam() == AcceptPath::public_api);
+#endif
 
     std::string got(16, '\0');
     size_t n = 0;
