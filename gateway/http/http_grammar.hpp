@@ -7,16 +7,15 @@
 #include <boost/beast/core/string.hpp>
 #include <boost/beast/http/field.hpp>
 
+#include "common/fast_paths.hpp"
+#include "gateway/http/http_grammar_sse2.hpp"
 #include "routing/hash64.hpp"
 
 #include <array>
 #include <cstdint>
 #include <cstring>
+#include <optional>
 #include <string_view>
-
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
 
 namespace dpgate::gateway::grammar {
 
@@ -117,9 +116,9 @@ inline boost::beast::http::field fieldId(std::string_view name) {
 // Where the head ends in `bytes` (just past its blank line), or 0 when it
 // has not ended yet. Sets `bare_lf` on a LF without its CR before the end,
 // so a peer cannot park a head that will never be judged. The LFs are
-// found sixteen bytes at a time (a call to memchr per line cost more than
-// the line's scan), and judged in order.
-inline size_t findHeadEnd(std::string_view bytes, bool& bare_lf) {
+// judged in order, found sixteen bytes at a time with `sse2`
+// (http_grammar_sse2.hpp), else byte by byte.
+inline size_t findHeadEnd(std::string_view bytes, bool& bare_lf, bool sse2 = fastPathOn(FastPath::http_grammar_sse2)) {
     const char* const begin = bytes.data();
     const size_t size = bytes.size();
     // The LF at i: 1 when it ends the head, -1 when it is bare, 0 otherwise.
@@ -131,15 +130,9 @@ inline size_t findHeadEnd(std::string_view bytes, bool& bare_lf) {
         return i >= 3 && begin[i - 2] == '\n' && begin[i - 3] == '\r' ? 1 : 0;
     };
     size_t from = 0;
-#if defined(__SSE2__)
-    for (; size - from >= 16; from += 16) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(begin + from));
-        for (auto lfs = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('\n')))); lfs != 0; lfs &= lfs - 1) {
-            const size_t i = from + size_t(__builtin_ctz(lfs));
-            if (const int verdict = judge(i)) return verdict > 0 ? i + 1 : 0;
-        }
+    if (sse2) {
+        if (const std::optional<size_t> end = judgeLfsSse2(begin, size, from, judge)) return *end;
     }
-#endif
     for (; from < size; ++from) {
         if (begin[from] != '\n') continue;
         if (const int verdict = judge(from)) return verdict > 0 ? from + 1 : 0;
@@ -195,54 +188,26 @@ inline const char* readContentLength(std::string_view value, uint64_t& length) {
 }
 
 // Past the run of `kind` bytes (kTarget or kValue) that starts at p, in a
-// buffer that holds a byte outside the run (a CR) before `end`. Sixteen
-// bytes are judged at once while they lie before `end`: a request target
-// or a value of a few dozen bytes costs a few instructions, not a few per
-// byte.
+// buffer that holds a byte outside the run (a CR) before `end`. With `sse2`
+// sixteen bytes are judged at once while they lie before `end`
+// (http_grammar_sse2.hpp): a request target or a value of a few dozen bytes
+// costs a few instructions, not a few per byte.
 template <CharClass kind>
-const char* skipRun(const char* p, const char* end) {
+const char* skipRun(const char* p, const char* end, bool sse2 = fastPathOn(FastPath::http_grammar_sse2)) {
     static_assert(kind == kTarget || kind == kValue);
-#if defined(__SSE2__)
-    // Outside the run: the controls 0x00-0x1f and DEL, and for a target SP
-    // too; a value holds SP and HTAB. The compares are signed, so obs-text
-    // (0x80-0xff) is below zero and stays in the run.
-    const __m128i below = _mm_set1_epi8(kind == kTarget ? 0x21 : 0x20);
-    while (end - p >= 16) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        __m128i out = _mm_andnot_si128(_mm_cmplt_epi8(x, _mm_setzero_si128()), _mm_cmplt_epi8(x, below));
-        if constexpr (kind == kValue) out = _mm_andnot_si128(_mm_cmpeq_epi8(x, _mm_set1_epi8('\t')), out);
-        out = _mm_or_si128(out, _mm_cmpeq_epi8(x, _mm_set1_epi8(0x7f)));
-        if (const int mask = _mm_movemask_epi8(out)) return p + __builtin_ctz(unsigned(mask));
-        p += 16;
-    }
-#endif
+    if (sse2) p = skipRunSse2<kind == kValue>(p, end);
     while (is(*p, kind)) ++p;
     return p;
 }
 
 // Past the run of token characters (a field name) that starts at p, in a
-// buffer that holds a byte outside the run before `end`. Sixteen bytes are
-// judged at once while they lie before `end`, by the letters, digits and
-// '-' nearly every name is made of; from the first other byte on, byte by
-// byte, which takes the rest of tchar.
-inline const char* skipToken(const char* p, const char* end) {
-#if defined(__SSE2__)
-    while (end - p >= 16) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(p));
-        // Signed compares: bytes 0x80-0xff are below zero, outside every range.
-        const __m128i folded = _mm_or_si128(x, _mm_set1_epi8(0x20));  // 'A'-'Z' onto 'a'-'z'
-        const __m128i letter = _mm_and_si128(_mm_cmpgt_epi8(folded, _mm_set1_epi8('a' - 1)),
-                                             _mm_cmplt_epi8(folded, _mm_set1_epi8('z' + 1)));
-        const __m128i digit =
-            _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
-        const __m128i in = _mm_or_si128(_mm_or_si128(letter, digit), _mm_cmpeq_epi8(x, _mm_set1_epi8('-')));
-        if (const int mask = ~_mm_movemask_epi8(in) & 0xffff) {
-            p += __builtin_ctz(unsigned(mask));
-            break;
-        }
-        p += 16;
-    }
-#endif
+// buffer that holds a byte outside the run before `end`. With `sse2`
+// sixteen bytes are judged at once while they lie before `end`, by the
+// letters, digits and '-' nearly every name is made of
+// (http_grammar_sse2.hpp); from the first other byte on, byte by byte,
+// which takes the rest of tchar.
+inline const char* skipToken(const char* p, const char* end, bool sse2 = fastPathOn(FastPath::http_grammar_sse2)) {
+    if (sse2) p = skipTokenSse2(p, end);
     while (is(*p, kToken)) ++p;
     return p;
 }

@@ -3,8 +3,8 @@
 // An asynchronous write whose bytes the socket takes at once (nearly every
 // small request and answer) still goes through the reactor: an operation
 // object, a posted completion, a turn of the scheduler and a coroutine
-// resumption, for a send the kernel finished in the first attempt (issue
-// 18: Asio's machinery was a quarter of dpgate's user time). WriteNow makes
+// resumption, for a send the kernel finished in the first attempt (Asio's
+// machinery was a quarter of dpgate's user time). WriteNow makes
 // that first attempt itself, non-blocking; the caller awaits an ordinary
 // async_write only for what the socket did not take:
 //
@@ -21,8 +21,13 @@
 // A small write of several pieces (a head and a body) is copied into one
 // piece and sent with send(), not sendmsg(): the kernel then neither copies
 // in nor walks an iovec array, whose entries here are often empty.
+//
+// The fast path write_now (common/fast_paths.hpp). Its plain twin is the
+// async write alone: with the fast path off (or `try_now` false) nothing
+// is tried and rest() is every byte; write_now_test sends both ways.
 #pragma once
 
+#include "common/fast_paths.hpp"
 #include "gateway/net/net.hpp"
 #include "gateway/platform/uncancellable_io.hpp"
 
@@ -41,10 +46,11 @@ public:
     // `socket` null: nothing is tried (a TLS stream, whose bytes are not
     // the socket's to write).
     // `buffers` must outlive the WriteNow (and its rest()): a temporary is refused.
-    WriteNow(tcp::socket* socket, const Buffers& buffers) : buffers_(buffers) {
+    WriteNow(tcp::socket* socket, const Buffers& buffers, bool try_now = fastPathOn(FastPath::write_now))
+        : buffers_(buffers) {
         const size_t total = net::buffer_size(buffers);
         size_t sent = 0;
-        if (socket != nullptr && total != 0) {
+        if (socket != nullptr && total != 0 && try_now) {
             error_code ec;
             // Set once per socket: Asio's async operations work the same either way.
             if (!socket->non_blocking()) socket->non_blocking(true, ec);
@@ -56,7 +62,7 @@ public:
         done_ = sent == total;
     }
 
-    WriteNow(tcp::socket* socket, Buffers&& buffers) = delete;
+    WriteNow(tcp::socket* socket, Buffers&& buffers, bool try_now = true) = delete;
 
     bool done() const { return done_; }
     // What the socket did not take.

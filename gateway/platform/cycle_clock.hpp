@@ -3,15 +3,18 @@
 // metrics and the access line. steady_clock::now() costs 27 ns on these
 // machines: the vDSO reads the time-stamp counter ordered (it waits for the
 // instructions before it) and converts it. This clock reads the counter
-// unordered (16 ns) and scales it with one multiply (issue 18, nineteenth
-// round).
+// unordered (16 ns) and scales it with one multiply.
 //
 // It is steady, with an epoch of its own: its time points are a type of
 // their own, not steady_clock's. It reads the counter only where the kernel
 // keeps time with it (the kernel checked that it runs at a constant rate and
 // in step on every core before choosing it); elsewhere, or off x86-64, it
-// reads steady_clock.
+// reads steady_clock, its plain twin: so it does when DPGATE_PLAIN turns
+// the fast path cycle_clock off (common/fast_paths.hpp). cycle_clock_test
+// holds the two to each other.
 #pragma once
+
+#include "common/fast_paths.hpp"
 
 #include <chrono>
 #include <cstdint>
@@ -50,7 +53,7 @@ struct CycleClock {
     // Measured once, at the first call (10 ms against CLOCK_MONOTONIC); a
     // worker calls it before it serves.
     static const Scale& scale() noexcept {
-        static const Scale measured = measure(currentClocksource());
+        static const Scale measured = fastPathOn(FastPath::cycle_clock) ? measure(currentClocksource()) : Scale{};
         return measured;
     }
 

@@ -4,9 +4,12 @@
 // frames and buffers) sits on 4 KiB pages of its own, and the data TLB holds
 // a few dozen of them: a request that comes back to its state after the
 // other connections ran walks the page tables for it. Backed by transparent
-// huge pages, the same heap is a handful of 2 MiB pages (issue 18, twentieth
-// round: 1.7-3.5 % less CPU per request at 256 connections, 8 MB more
-// resident).
+// huge pages, the same heap is a handful of 2 MiB pages (1.7-3.5 % less CPU
+// per request at 256 connections, 8 MB more resident).
+//
+// The fast path heap_pages (common/fast_paths.hpp), also turned off by the
+// config's huge_pages: false; its plain twin is the allocator's own way
+// of asking the kernel for memory.
 #pragma once
 
 #include <cstddef>

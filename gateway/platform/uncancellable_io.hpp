@@ -5,12 +5,17 @@
 // call each one switches the thread to asynchronous cancellation and back,
 // two locked compare-and-swaps. A locked instruction waits for the core's
 // pending stores to drain; on these machines 32 more per request cost 2.3 %
-// of a small proxied request's CPU, and these two calls made 8 per request
-// (issue 18, eighteenth round). dpgate never cancels a thread, so here the
-// system call is made directly (syscall() takes its arguments as longs:
-// each is passed as one). Under the sanitizers the libc calls stay:
-// they intercept them to check the buffers and to follow the descriptors.
+// of a small proxied request's CPU, and these two calls made 8 per request.
+// dpgate never cancels a thread, so here the system call is made directly
+// (syscall() takes its arguments as longs: each is passed as one). Under
+// the sanitizers the libc calls stay: they intercept them to check the
+// buffers and to follow the descriptors.
+//
+// The fast path uncancellable_io (common/fast_paths.hpp); the libc call is
+// its plain twin (`direct` false), and uncancellable_io_test runs both.
 #pragma once
+
+#include "common/fast_paths.hpp"
 
 #include <sys/socket.h>
 #include <sys/syscall.h>
@@ -30,22 +35,24 @@ namespace dpgate::gateway {
 #endif
 
 // As send(fd, data, size, flags): bytes taken, or -1 with errno set.
-inline ssize_t sendUncancellable(int fd, const void* data, size_t size, int flags) {
-#ifdef DPGATE_LIBC_SOCKET_CALLS
-    return ::send(fd, data, size, flags);
-#else
-    return ::syscall(SYS_sendto, long(fd), data, size, long(flags), nullptr, 0L);
+inline ssize_t sendUncancellable(int fd, const void* data, size_t size, int flags,
+                                 bool direct = fastPathOn(FastPath::uncancellable_io)) {
+#ifndef DPGATE_LIBC_SOCKET_CALLS
+    if (direct) return ::syscall(SYS_sendto, long(fd), data, size, long(flags), nullptr, 0L);
 #endif
+    (void)direct;
+    return ::send(fd, data, size, flags);
 }
 
 // As recv(fd, data, size, flags): bytes read (0 at the end of the stream),
 // or -1 with errno set.
-inline ssize_t recvUncancellable(int fd, void* data, size_t size, int flags) {
-#ifdef DPGATE_LIBC_SOCKET_CALLS
-    return ::recv(fd, data, size, flags);
-#else
-    return ::syscall(SYS_recvfrom, long(fd), data, size, long(flags), nullptr, nullptr);
+inline ssize_t recvUncancellable(int fd, void* data, size_t size, int flags,
+                                 bool direct = fastPathOn(FastPath::uncancellable_io)) {
+#ifndef DPGATE_LIBC_SOCKET_CALLS
+    if (direct) return ::syscall(SYS_recvfrom, long(fd), data, size, long(flags), nullptr, nullptr);
 #endif
+    (void)direct;
+    return ::recv(fd, data, size, flags);
 }
 
 }  // namespace dpgate::gateway

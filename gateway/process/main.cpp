@@ -1,5 +1,6 @@
 // dpgate: the gateway process and its operator subcommands.
 #include "admission/tokens_cli.hpp"
+#include "common/fast_paths.hpp"
 #include "conf/config.hpp"
 #include "gateway/acceptance/writable_dir.hpp"
 #include "gateway/auth/keys_cli.hpp"
@@ -89,6 +90,7 @@ static void raiseOpenFileLimit() {
 // live in the pages it chooses.
 static std::string chooseHeapPages(bool huge_pages) {
     if (!huge_pages) return "heap: 4 KiB pages (huge_pages: false)";
+    if (!dpgate::fastPathOn(dpgate::FastPath::heap_pages)) return "heap: 4 KiB pages (DPGATE_PLAIN: heap_pages off)";
 #ifdef DPGATE_TCMALLOC
     return dpgate::gateway::backHeapWithHugePages();
 #else
@@ -151,6 +153,8 @@ int main(int argc, char** argv) {
         gateway::setLogLevel(gateway::parseLogLevel(config.log.level));
         raiseOpenFileLimit();
         gateway::logLine(gateway::LogLevel::info, chooseHeapPages(config.huge_pages));
+        if (const std::string off = fastPathsOffText(); !off.empty())
+            gateway::logLine(gateway::LogLevel::info, "fast paths off (DPGATE_PLAIN): " + off);
         try {
             gateway::Server server(std::move(config), {.ignore_state = ignore_state});
             return server.run();

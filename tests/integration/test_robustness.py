@@ -6,6 +6,7 @@ descriptors must come back to where they were."""
 from __future__ import annotations
 
 import json
+import os
 import selectors
 import socket
 import sys
@@ -292,6 +293,12 @@ def _huge_kib_by_mapping(pid: int) -> list[tuple[str, str, str, int]]:
     return [tuple(m) for m in mappings]
 
 
+def _plain(name: str) -> bool:
+    """Whether DPGATE_PLAIN turns the fast path `name` off in this run."""
+    value = os.environ.get("DPGATE_PLAIN", "").strip()
+    return value == "1" or name in (n.strip() for n in value.split(","))
+
+
 def _thp_mode() -> str:
     try:
         text = Path("/sys/kernel/mm/transparent_hugepage/enabled").read_text()
@@ -320,6 +327,12 @@ def test_the_heap_is_in_huge_pages_unless_configured_off(huge_pages):
         assert "heap: 4 KiB pages (huge_pages: false)" in log, log
         if mode != "always":  # "always" gives the kernel's own huge pages to any large enough region
             assert huge_kib == 0, f"{huge_kib} KiB in huge pages with huge_pages: false"
+        return
+    if _plain("heap_pages"):
+        # The fast path's plain twin (common/fast_paths.hpp): the allocator's own pages.
+        assert "heap: 4 KiB pages (DPGATE_PLAIN: heap_pages off)" in log, log
+        if mode != "always":
+            assert huge_kib == 0, f"{huge_kib} KiB in huge pages with DPGATE_PLAIN"
         return
     if "libasan" in maps or "libtsan" in maps:
         assert "built without tcmalloc" in log, log

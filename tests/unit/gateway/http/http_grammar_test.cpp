@@ -140,3 +140,35 @@ TEST(HttpGrammar, ChunkSizeLines) {
     EXPECT_EQ(readChunkSize("5;a=\"q\"", size), ChunkLine::refused);
     EXPECT_EQ(readChunkSize("00000000000000001", size), ChunkLine::refused);
 }
+
+// The SSE2 scans (http_grammar_sse2.hpp) stop where the byte loops stop, on
+// runs of every length from every alignment, ended by each byte value, and
+// find the same head end and bare LF in heads of CRLF, LF and CR mixes.
+TEST(HttpGrammar, TheSse2ScansStopWhereTheByteLoopsStop) {
+    std::mt19937 rng(9112);
+    for (unsigned stop = 0; stop < 256; ++stop) {
+        for (size_t run = 0; run < 40; ++run) {
+            for (const char fill : {'a', 'Z', '7', '-', '_', ' ', '\t', '\x80', '\xff', '/'}) {
+                std::string bytes(run, fill);
+                bytes += char(stop);
+                bytes += std::string(size_t(rng() % 20), char(rng()));
+                bytes += '\r';
+                const char* p = bytes.data();
+                const char* end = p + bytes.size();
+                ASSERT_EQ(skipRun<kTarget>(p, end, true), skipRun<kTarget>(p, end, false)) << stop << " " << run;
+                ASSERT_EQ(skipRun<kValue>(p, end, true), skipRun<kValue>(p, end, false)) << stop << " " << run;
+                ASSERT_EQ(skipToken(p, end, true), skipToken(p, end, false)) << stop << " " << run;
+            }
+        }
+    }
+    const std::vector<std::string> pieces = {"GET / HTTP/1.1", "\r\n", "\n", "\r", "Host: x", "a: b", "", "\r\n\r\n"};
+    for (int round = 0; round < 20000; ++round) {
+        std::string head;
+        for (int k = int(rng() % 12); k > 0; --k) head += pieces[rng() % pieces.size()];
+        bool bare_fast = false, bare_plain = false;
+        const size_t fast = findHeadEnd(head, bare_fast, true);
+        const size_t plain = findHeadEnd(head, bare_plain, false);
+        ASSERT_EQ(fast, plain) << head;
+        ASSERT_EQ(bare_fast, bare_plain) << head;
+    }
+}
