@@ -9,20 +9,11 @@ namespace dpgate {
 namespace {
 
 constexpr std::array<std::string_view, kFastPathCount> kNames = {
-    "json_string_stop_sse2",
-    "simdjson_structurals",
-    "deepseek_v3_splitter_fast_path",
-    "bpe_rank_sweep",
-    "bpe_char_premerge",
-    "utf8_ascii_runs",
-    "deepseek_v3_fast_path",
-    "http_grammar_sse2",
-    "drain_aware_read",
-    "accepted_socket",
-    "write_now",
-    "uncancellable_io",
-    "cycle_clock",
-    "heap_pages",
+    "json_string_stop_sse2", "simdjson_structurals",  "deepseek_v3_splitter_fast_path",
+    "bpe_rank_sweep",        "bpe_char_premerge",     "bpe_linear_merge",
+    "utf8_ascii_runs",       "deepseek_v3_fast_path", "http_grammar_sse2",
+    "drain_aware_read",      "accepted_socket",       "write_now",
+    "uncancellable_io",      "cycle_clock",           "heap_pages",
 };
 static_assert(kFastPathCount == static_cast<std::size_t>(FastPath::heap_pages) + 1);
 static_assert(kFastPathCount <= 32, "PlainSwitches::off holds a bit per fast path");

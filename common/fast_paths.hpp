@@ -24,6 +24,7 @@ enum class FastPath : std::uint8_t {
     deepseek_v3_splitter_fast_path,  // admission/tokenizer/deepseek_v3_splitter_fast_path.hpp
     bpe_rank_sweep,                  // admission/tokenizer/bpe_rank_sweep.cpp
     bpe_char_premerge,               // admission/tokenizer/bpe_char_premerge.cpp
+    bpe_linear_merge,                // admission/tokenizer/bpe_linear_merge.cpp
     utf8_ascii_runs,                 // admission/tokenizer/utf8_ascii_runs.hpp
     deepseek_v3_fast_path,           // admission/template/deepseek_v3_fast_path.cpp
     http_grammar_sse2,               // gateway/http/http_grammar_sse2.hpp
@@ -34,7 +35,7 @@ enum class FastPath : std::uint8_t {
     cycle_clock,                     // gateway/platform/cycle_clock.cpp
     heap_pages,                      // gateway/platform/heap_pages.cpp
 };
-inline constexpr std::size_t kFastPathCount = 14;
+inline constexpr std::size_t kFastPathCount = 15;
 
 // The names DPGATE_PLAIN takes, in FastPath order.
 std::span<const std::string_view> fastPathNames() noexcept;

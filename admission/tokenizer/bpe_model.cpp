@@ -65,18 +65,20 @@ BpeModel::BpeModel(const std::uint32_t (&byte_ids)[256], const std::vector<Merge
     monotone_ = computeRanksAreMonotone();
 }
 
-std::span<const std::uint32_t> BpeModel::mergePiece(std::string_view piece, LongMerge strategy) const {
+std::span<const std::uint32_t> BpeModel::mergePiece(std::string_view piece, LongMerge strategy,
+                                                    ShortMerge short_merge) const {
     Symbols& symbols = scratch.symbols;
     symbols.clear();
     // Sized once, exactly: growing by doubling would leave up to twice a long piece's bytes.
     if (symbols.capacity() < piece.size()) symbols.reserve(piece.size());
     initialSymbols(piece, symbols);
-    mergeSymbols(symbols, strategy);
+    mergeSymbols(symbols, strategy, short_merge);
     return symbols;
 }
 
-void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids, LongMerge strategy) const {
-    const std::span<const std::uint32_t> merged = mergePiece(piece, strategy);
+void BpeModel::encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids, LongMerge strategy,
+                           ShortMerge short_merge) const {
+    const std::span<const std::uint32_t> merged = mergePiece(piece, strategy, short_merge);
     ids.insert(ids.end(), merged.begin(), merged.end());
 }
 
@@ -131,73 +133,24 @@ void BpeModel::initialSymbols(std::string_view piece, Symbols& symbols) const {
     symbols.resize(static_cast<std::size_t>(out - symbols.data()));
 }
 
-void BpeModel::mergeSymbols(Symbols& symbols, LongMerge strategy) const {
+void BpeModel::mergeSymbols(Symbols& symbols, LongMerge strategy, ShortMerge short_merge) const {
     if (bpe_detail::pair_memo.model_id != model_id_) {
         std::fill(std::begin(bpe_detail::pair_memo.slots), std::end(bpe_detail::pair_memo.slots), 0);
         bpe_detail::pair_memo.model_id = model_id_;
     }
     const std::size_t n = symbols.size();
+    if (n < 2) return;  // nothing to merge
     // The sweep is faster than the heap from 100 symbols up (2x at 1,000,
     // 4x at 10,000 on a random word; tests/bench/tokenizer/README.md).
     const bool sweep = monotone_ && n < (std::size_t{1} << 31) &&
                        (strategy == LongMerge::kRankSweep || (strategy == LongMerge::kAuto && n > kLinearMergeMax));
     if (sweep) {
         mergeRankSweep(symbols);
-    } else if (n <= kLinearMergeMax) {
+    } else if (n <= kLinearMergeMax && short_merge == ShortMerge::kLinear) {
         mergeLinear(symbols);
     } else {
         mergeHeap(symbols);
     }
-}
-
-// Keeps the rank of every adjacent pair in an array: each merge is a linear
-// scan for the lowest rank (leftmost on ties) plus two lookups for the new
-// neighbours. Fastest for the short pieces most text is made of.
-void BpeModel::mergeLinear(Symbols& symbols) const {
-    std::size_t n = symbols.size();
-    if (n < 2) return;
-    std::uint32_t r[kLinearMergeMax];
-    std::uint32_t* sym = symbols.data();
-    std::size_t hashes[kLinearMergeMax];
-    for (std::size_t i = 0; i + 1 < n; ++i) hashes[i] = prefetchPair(sym[i], sym[i + 1]);
-    for (std::size_t i = 0; i + 1 < n; ++i) {
-        r[i] = memoRank(sym[i], sym[i + 1], hashes[i]);
-        // The merged id of the pair chosen next is read right after the scan:
-        // start loading it now (merged_by_rank_ is 512 KB, read at random).
-        if (r[i] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[i]]);
-    }
-    while (n > 1) {
-        std::size_t best = 0;
-        std::uint32_t best_rank = r[0];
-        for (std::size_t i = 1; i + 1 < n; ++i) {
-            if (r[i] < best_rank) {
-                best_rank = r[i];
-                best = i;
-            }
-        }
-        if (best_rank == kNoRank) break;
-        sym[best] = merged_by_rank_[best_rank];
-        // Remove symbol best+1 and the pair that started at it.
-        for (std::size_t i = best + 1; i + 1 < n; ++i) {
-            sym[i] = sym[i + 1];
-            r[i] = r[i + 1];
-        }
-        --n;
-        // The two new pairs are independent: both loads start before either is used.
-        const bool has_right = best + 1 < n;
-        const bool has_left = best > 0;
-        const std::size_t right_hash = has_right ? prefetchPair(sym[best], sym[best + 1]) : 0;
-        const std::size_t left_hash = has_left ? prefetchPair(sym[best - 1], sym[best]) : 0;
-        if (has_right) {
-            r[best] = memoRank(sym[best], sym[best + 1], right_hash);
-            if (r[best] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[best]]);
-        }
-        if (has_left) {
-            r[best - 1] = memoRank(sym[best - 1], sym[best], left_hash);
-            if (r[best - 1] != kNoRank) __builtin_prefetch(&merged_by_rank_[r[best - 1]]);
-        }
-    }
-    symbols.resize(n);
 }
 
 // Min-heap of candidate merges over a linked list of symbols, O(n log n), for

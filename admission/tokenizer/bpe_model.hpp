@@ -33,6 +33,19 @@ public:
         kRankSweep,
     };
 
+    // Pieces up to this many symbols merge by a linear scan
+    // (bpe_linear_merge.cpp), cheaper than keeping a heap for them.
+    static constexpr std::size_t kLinearMergeMax = 64;
+    // How a piece of at most kLinearMergeMax symbols is merged (unless the
+    // LongMerge is kRankSweep). Either gives the same ids.
+    enum class ShortMerge : std::uint8_t {
+        // A scan of an array of pair ranks (bpe_linear_merge.cpp): the fast
+        // path bpe_linear_merge, fastest for the short pieces most text is.
+        kLinear,
+        // The plain path: the heap, as for long pieces.
+        kHeap,
+    };
+
     // byte_ids[b] is the id of byte b's byte-level character; merges are in
     // rank order (index = rank). `char_premerge` false: every piece starts
     // from its bytes, the plain twin of the per-character shortcut
@@ -42,10 +55,11 @@ public:
 
     // The ids of one pre-tokenized piece, in this thread's buffer: valid
     // until the next call on this thread or releaseScratch().
-    std::span<const std::uint32_t> mergePiece(std::string_view piece, LongMerge strategy = LongMerge::kAuto) const;
+    std::span<const std::uint32_t> mergePiece(std::string_view piece, LongMerge strategy = LongMerge::kAuto,
+                                              ShortMerge short_merge = ShortMerge::kLinear) const;
     // Appends the ids of one pre-tokenized piece.
-    void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids,
-                     LongMerge strategy = LongMerge::kAuto) const;
+    void encodePiece(std::string_view piece, std::vector<std::uint32_t>& ids, LongMerge strategy = LongMerge::kAuto,
+                     ShortMerge short_merge = ShortMerge::kLinear) const;
 
     // Same ids as encodePiece, always merging from single bytes (no per-character
     // shortcut); for tests that check the shortcut changes nothing.
@@ -124,11 +138,9 @@ private:
     // The symbols a piece starts from: one per byte, except that a 3-byte
     // character with a char_premerge_ entry contributes its merged tokens.
     void initialSymbols(std::string_view piece, Symbols& symbols) const;
-    void mergeSymbols(Symbols& symbols, LongMerge strategy = LongMerge::kAuto) const;
+    void mergeSymbols(Symbols& symbols, LongMerge strategy = LongMerge::kAuto,
+                      ShortMerge short_merge = ShortMerge::kLinear) const;
 
-    // Long pieces with few merges left (CJK clauses after the per-character
-    // shortcut) are cheaper to rescan than to keep a heap for.
-    static constexpr std::size_t kLinearMergeMax = 64;
     void mergeLinear(Symbols& symbols) const;
     void mergeHeap(Symbols& symbols) const;
     // Linear merge for monotone ranks (bpe_rank_sweep.cpp); positions must

@@ -47,7 +47,7 @@ TokenCount TokenCounter::count(std::string_view text) {
         text,
         [&](std::string_view segment) {
             if (segment.size() < limits_.min_cached_segment_bytes) {
-                if (checked(segment)) total += tokenizer_->countOrdinary(segment, &words_, long_merge_);
+                if (checked(segment)) total += tokenizer_->countOrdinary(segment, &words_, long_merge_, short_merge_);
                 return;
             }
             const Hash128 hash = hash128(segment);
@@ -63,7 +63,7 @@ TokenCount TokenCounter::count(std::string_view text) {
                 return;
             }
             if (!checked(segment)) return;
-            const std::uint64_t tokens = tokenizer_->countOrdinary(segment, &words_, long_merge_);
+            const std::uint64_t tokens = tokenizer_->countOrdinary(segment, &words_, long_merge_, short_merge_);
             segments_.insert(segment, hash, tokens);
             if (shared) shared->insert(segment, hash, tokens);
             total += tokens;
@@ -77,7 +77,8 @@ TokenCount TokenCounter::count(std::string_view text) {
 std::optional<std::string> TokenCounter::encode(std::string_view text, std::vector<std::uint32_t>& ids) {
     if (const std::size_t bad = findInvalidUtf8(text); bad != kValidUtf8) return invalidUtf8Message(bad);
     tokenizer_->addedTokens().split(
-        text, [&](std::string_view segment) { tokenizer_->encodeOrdinary(segment, &words_, ids, long_merge_); },
+        text,
+        [&](std::string_view segment) { tokenizer_->encodeOrdinary(segment, &words_, ids, long_merge_, short_merge_); },
         [&](std::uint32_t id) { ids.push_back(id); });
     Tokenizer::releaseScratch();
     return std::nullopt;

@@ -60,6 +60,10 @@ public:
     // through the heap, its plain twin. On unless DPGATE_PLAIN turns
     // bpe_rank_sweep off; tests run both.
     void setRankSweep(bool on) { long_merge_ = on ? BpeModel::LongMerge::kAuto : BpeModel::LongMerge::kHeap; }
+    // The linear scan for short pieces (bpe_linear_merge.cpp); off, they
+    // merge through the heap too. On unless DPGATE_PLAIN turns
+    // bpe_linear_merge off.
+    void setLinearMerge(bool on) { short_merge_ = on ? BpeModel::ShortMerge::kLinear : BpeModel::ShortMerge::kHeap; }
 
     const Tokenizer& tokenizer() const { return *tokenizer_; }
     const SegmentCache& segmentCache() const { return segments_; }
@@ -74,6 +78,8 @@ private:
     SegmentCache segments_;
     BpeModel::LongMerge long_merge_ =
         fastPathOn(FastPath::bpe_rank_sweep) ? BpeModel::LongMerge::kAuto : BpeModel::LongMerge::kHeap;
+    BpeModel::ShortMerge short_merge_ =
+        fastPathOn(FastPath::bpe_linear_merge) ? BpeModel::ShortMerge::kLinear : BpeModel::ShortMerge::kHeap;
 };
 
 // "input is not valid UTF-8 (byte offset N)"; shared by every caller that refuses text.

@@ -379,7 +379,7 @@ std::size_t Tokenizer::scratchBytes() { return BpeModel::scratchBytes(); }
 
 template <typename OnPiece>
 void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
-                             OnPiece&& on_piece) const {
+                             BpeModel::ShortMerge short_merge, OnPiece&& on_piece) const {
     // The start of a batch's first piece, then the end of each of its pieces.
     // Bounded (next() appends at most 64 beyond the batch), so never grown.
     thread_local std::vector<std::uint32_t> bounds;
@@ -424,11 +424,11 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::
                     on_piece(ids, n);
                     continue;
                 }
-                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge, short_merge);
                 cache->insert(piece, key, ids.data(), static_cast<std::uint32_t>(ids.size()));
                 on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
             } else {
-                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge);
+                const std::span<const std::uint32_t> ids = model_.mergePiece(piece, long_merge, short_merge);
                 on_piece(ids.data(), static_cast<std::uint32_t>(ids.size()));
             }
         }
@@ -437,15 +437,17 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::
 }
 
 void Tokenizer::encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids,
-                               BpeModel::LongMerge long_merge) const {
-    forEachPiece(text, cache, long_merge, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
+                               BpeModel::LongMerge long_merge, BpeModel::ShortMerge short_merge) const {
+    forEachPiece(text, cache, long_merge, short_merge, [&](const std::uint32_t* piece_ids, std::uint32_t count) {
         ids.insert(ids.end(), piece_ids, piece_ids + count);
     });
 }
 
-std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge) const {
+std::uint64_t Tokenizer::countOrdinary(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
+                                       BpeModel::ShortMerge short_merge) const {
     std::uint64_t total = 0;
-    forEachPiece(text, cache, long_merge, [&](const std::uint32_t*, std::uint32_t count) { total += count; });
+    forEachPiece(text, cache, long_merge, short_merge,
+                 [&](const std::uint32_t*, std::uint32_t count) { total += count; });
     return total;
 }
 

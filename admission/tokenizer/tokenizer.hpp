@@ -39,12 +39,15 @@ public:
     static TokenizerLoad fromJson(std::string_view json);
 
     // Ordinary text (no added-token matching), valid UTF-8: pre-tokenize and
-    // BPE each piece, appending ids. `cache` may be null. `long_merge`
-    // chooses how long pieces merge (the same ids whichever).
+    // BPE each piece, appending ids. `cache` may be null. `long_merge` and
+    // `short_merge` choose how long and short pieces merge (the same ids
+    // whichever).
     void encodeOrdinary(std::string_view text, WordCache* cache, std::vector<std::uint32_t>& ids,
-                        BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto) const;
+                        BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto,
+                        BpeModel::ShortMerge short_merge = BpeModel::ShortMerge::kLinear) const;
     std::uint64_t countOrdinary(std::string_view text, WordCache* cache,
-                                BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto) const;
+                                BpeModel::LongMerge long_merge = BpeModel::LongMerge::kAuto,
+                                BpeModel::ShortMerge short_merge = BpeModel::ShortMerge::kLinear) const;
 
     // Frees this thread's buffers beyond what ordinary text needs (see
     // BpeModel::releaseScratch); TokenCounter calls it after each text.
@@ -62,7 +65,7 @@ public:
 private:
     template <typename OnPiece>
     void forEachPiece(std::string_view text, WordCache* cache, BpeModel::LongMerge long_merge,
-                      OnPiece&& on_piece) const;
+                      BpeModel::ShortMerge short_merge, OnPiece&& on_piece) const;
 
     BpeModel model_;
     AddedTokens added_;

@@ -14,7 +14,7 @@ import pytest
 from harness import TOKENIZER, Gateway, Sim, bin_dir, chat_body, gateway_config
 
 NAMES = ("json_string_stop_sse2", "simdjson_structurals", "deepseek_v3_splitter_fast_path", "bpe_rank_sweep",
-         "bpe_char_premerge", "utf8_ascii_runs", "deepseek_v3_fast_path", "http_grammar_sse2", "drain_aware_read",
+         "bpe_char_premerge", "bpe_linear_merge", "utf8_ascii_runs", "deepseek_v3_fast_path", "http_grammar_sse2", "drain_aware_read",
          "accepted_socket", "write_now", "uncancellable_io", "cycle_clock", "heap_pages")
 
 

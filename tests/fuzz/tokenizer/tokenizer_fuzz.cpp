@@ -45,11 +45,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     static TokenCounter warm = [] {
         TokenCounter counter(tokenizer);
         counter.setRankSweep(true);  // whatever DPGATE_PLAIN says
+        counter.setLinearMerge(true);
         return counter;
     }();
     static TokenCounter plain = [] {
         TokenCounter counter(tokenizer);
         counter.setRankSweep(false);
+        counter.setLinearMerge(false);
         return counter;
     }();
     const std::string_view text(reinterpret_cast<const char*>(data), size);
@@ -91,6 +93,14 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     tokenizer->model().encodePiece(piece, swept, LongMerge::kRankSweep);
     tokenizer->model().encodePiece(piece, heap, LongMerge::kHeap);
     if (swept != heap) std::abort();
+    // Its first bytes, short enough for the linear scan, scanned and by the heap.
+    using ShortMerge = BpeModel::ShortMerge;
+    const std::string_view short_piece = text.substr(0, BpeModel::kLinearMergeMax);
+    std::vector<std::uint32_t> scanned;
+    std::vector<std::uint32_t> short_heap;
+    tokenizer->model().encodePiece(short_piece, scanned, LongMerge::kHeap, ShortMerge::kLinear);
+    tokenizer->model().encodePiece(short_piece, short_heap, LongMerge::kHeap, ShortMerge::kHeap);
+    if (scanned != short_heap) std::abort();
 
     return 0;
 }
