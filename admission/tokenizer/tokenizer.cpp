@@ -207,14 +207,27 @@ std::uint32_t vocabId(const Vocab& vocab, std::string_view token, const char* wh
     return *id;
 }
 
-// Three vocab lookups per merge: its left side, its right side and the two joined.
+// Three vocab lookups per merge: its left side, its right side and the two
+// joined. The joined texts are made first, into one buffer.
 void resolveMerges(ModelParts& parts) {
-    parts.merges.reserve(parts.merges.size() + parts.merge_texts.size());
+    const std::vector<MergeText>& texts = parts.merge_texts;
+    std::size_t joined_bytes = 0;
+    for (const MergeText& t : texts) joined_bytes += t.left.size() + t.right.size();
     std::string joined;
-    for (const MergeText& t : parts.merge_texts) {
-        joined.assign(t.left).append(t.right);
-        parts.merges.push_back({vocabId(parts.vocab, t.left, "left side"), vocabId(parts.vocab, t.right, "right side"),
-                                vocabId(parts.vocab, joined, "result")});
+    joined.reserve(joined_bytes);
+    std::vector<std::uint32_t> joined_start(texts.size() + 1);
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        joined_start[i] = static_cast<std::uint32_t>(joined.size());
+        joined.append(texts[i].left).append(texts[i].right);
+    }
+    joined_start[texts.size()] = static_cast<std::uint32_t>(joined.size());
+    parts.merges.reserve(parts.merges.size() + texts.size());
+    for (std::size_t i = 0; i < texts.size(); ++i) {
+        const std::string_view merged =
+            std::string_view(joined).substr(joined_start[i], joined_start[i + 1] - joined_start[i]);
+        parts.merges.push_back({vocabId(parts.vocab, texts[i].left, "left side"),
+                                vocabId(parts.vocab, texts[i].right, "right side"),
+                                vocabId(parts.vocab, merged, "result")});
     }
 }
 
