@@ -9,7 +9,9 @@
 //   refuses too. Refusals of well-formed shapes (smuggling shapes, limits)
 //   are dpgate's own and not compared.
 // - A body dropped unread (discardBody) ends at the same byte as one kept.
+// - The head scans' fast path finds what their byte loops find.
 #include "gateway/http/client_request.hpp"
+#include "gateway/http/http_grammar.hpp"
 
 #include <boost/beast/http/string_body.hpp>
 
@@ -126,10 +128,30 @@ Parsed asBeast(std::string_view wire) {
     return out;
 }
 
+// The head parsers' SSE2 scans (http_grammar_sse2.hpp) stop where the byte
+// loops stop: the head's end and a bare LF in the input, and each run from
+// each of the first bytes, in a copy that ends with the CR they rely on.
+void compareScans(std::string_view wire) {
+    bool bare_fast = false, bare_plain = false;
+    if (grammar::findHeadEnd(wire, bare_fast, true) != grammar::findHeadEnd(wire, bare_plain, false) ||
+        bare_fast != bare_plain)
+        __builtin_trap();
+    const std::string bytes = std::string(wire) + '\r';
+    const char* end = bytes.data() + bytes.size();
+    for (size_t from = 0; from < std::min<size_t>(bytes.size(), 64); ++from) {
+        const char* p = bytes.data() + from;
+        if (grammar::skipRun<grammar::kTarget>(p, end, true) != grammar::skipRun<grammar::kTarget>(p, end, false) ||
+            grammar::skipRun<grammar::kValue>(p, end, true) != grammar::skipRun<grammar::kValue>(p, end, false) ||
+            grammar::skipToken(p, end, true) != grammar::skipToken(p, end, false))
+            __builtin_trap();
+    }
+}
+
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     const std::string_view wire(reinterpret_cast<const char*>(data), size);
+    compareScans(wire);
     RequestRefusal refusal;
     // Feed sizes from 1 byte up, picked by the input's length.
     const Parsed gateway = asTheGateway(wire, 1 + size % 61, refusal);
