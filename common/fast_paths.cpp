@@ -14,8 +14,9 @@ constexpr std::array<std::string_view, kFastPathCount> kNames = {
     "utf8_ascii_runs",       "deepseek_v3_fast_path", "http_grammar_sse2",
     "drain_aware_read",      "accepted_socket",       "write_now",
     "uncancellable_io",      "cycle_clock",           "heap_pages",
+    "stream_usage_sse2",     "written_usage",
 };
-static_assert(kFastPathCount == static_cast<std::size_t>(FastPath::heap_pages) + 1);
+static_assert(kFastPathCount == static_cast<std::size_t>(FastPath::written_usage) + 1);
 static_assert(kFastPathCount <= 32, "PlainSwitches::off holds a bit per fast path");
 
 std::string_view trimmed(std::string_view s) {

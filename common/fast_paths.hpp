@@ -32,10 +32,12 @@ enum class FastPath : std::uint8_t {
     accepted_socket,                 // gateway/net/accepted_socket.hpp
     write_now,                       // gateway/net/write_now.hpp
     uncancellable_io,                // gateway/platform/uncancellable_io.hpp
-    cycle_clock,                     // gateway/platform/cycle_clock.cpp
+    cycle_clock,                     // gateway/platform/cycle_clock.hpp
     heap_pages,                      // gateway/platform/heap_pages.cpp
+    stream_usage_sse2,               // gateway/usage/stream_usage_sse2.hpp
+    written_usage,                   // gateway/usage/written_usage.cpp
 };
-inline constexpr std::size_t kFastPathCount = 15;
+inline constexpr std::size_t kFastPathCount = 17;
 
 // The names DPGATE_PLAIN takes, in FastPath order.
 std::span<const std::string_view> fastPathNames() noexcept;

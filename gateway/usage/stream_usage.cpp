@@ -7,9 +7,9 @@
 #include <memory>
 #include <utility>
 
-#if defined(__SSE2__)
-#include <emmintrin.h>
-#endif
+#include "common/fast_paths.hpp"
+#include "gateway/usage/stream_usage_sse2.hpp"
+#include "gateway/usage/written_usage.hpp"
 
 namespace dpgate::gateway {
 namespace {
@@ -17,33 +17,16 @@ namespace {
 namespace od = simdjson::ondemand;
 
 // Where `needle` (two bytes or more) first occurs in `text` from `from` on,
-// or npos. Candidates are where the needle's first two bytes occur, found
-// sixteen positions at a time; each is then compared whole.
-// std::string_view::find stops at every occurrence of the first byte alone,
-// and an event's JSON is full of the quote that starts `"usage"`; glibc's
-// memmem is plain C here (issue 18, twenty-first round: the search took a
-// third of the instructions an SSE event cost the relay).
+// or npos. With the fast path stream_usage_sse2, sixteen candidate starts
+// at a time (stream_usage_sse2.hpp); each candidate is compared whole.
 size_t findIn(std::string_view text, std::string_view needle, size_t from = 0) {
     const size_t n = needle.size();
     if (n < 2 || from > text.size() || text.size() - from < n) return std::string_view::npos;
     const size_t last = text.size() - n;  // the last position a match can start
     size_t i = from;
-#if defined(__SSE2__)
-    const __m128i first = _mm_set1_epi8(needle[0]);
-    const __m128i second = _mm_set1_epi8(needle[1]);
-    // Sixteen candidate starts at a time, all at or before `last`; the
-    // second load reads one byte further, which n >= 2 keeps inside text.
-    for (; i + 16 <= last + 1; i += 16) {
-        const __m128i a = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
-        const __m128i b = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i + 1));
-        auto pairs = unsigned(_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, first), _mm_cmpeq_epi8(b, second))));
-        while (pairs != 0) {
-            const size_t at = i + size_t(__builtin_ctz(pairs));
-            if (std::memcmp(text.data() + at + 2, needle.data() + 2, n - 2) == 0) return at;
-            pairs &= pairs - 1;
-        }
+    if (fastPathOn(FastPath::stream_usage_sse2)) {
+        if (const size_t at = findInSse2(text, needle, i, last); at != std::string_view::npos) return at;
     }
-#endif
     for (; i <= last; ++i)
         if (text[i] == needle[0] && text[i + 1] == needle[1] &&
             std::memcmp(text.data() + i + 2, needle.data() + 2, n - 2) == 0)
@@ -52,19 +35,11 @@ size_t findIn(std::string_view text, std::string_view needle, size_t from = 0) {
 }
 
 // The end of the line that starts at `from`: the first CR or LF at or after
-// it, or the text's end. Sixteen bytes at a time: an event's data line is
-// hundreds of bytes, and this runs over every byte a stream relays.
+// it, or the text's end. With stream_usage_sse2, sixteen bytes at a time:
+// an event's data line is hundreds of bytes, and this runs over every byte
+// a stream relays.
 size_t lineEnd(std::string_view text, size_t from) {
-    size_t i = from;
-#if defined(__SSE2__)
-    const __m128i lf = _mm_set1_epi8('\n');
-    const __m128i cr = _mm_set1_epi8('\r');
-    for (; i + 16 <= text.size(); i += 16) {
-        const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text.data() + i));
-        if (const auto ends = unsigned(_mm_movemask_epi8(_mm_or_si128(_mm_cmpeq_epi8(x, lf), _mm_cmpeq_epi8(x, cr)))))
-            return i + size_t(__builtin_ctz(ends));
-    }
-#endif
+    size_t i = fastPathOn(FastPath::stream_usage_sse2) ? lineEndSse2(text, from) : from;
     while (i < text.size() && text[i] != '\n' && text[i] != '\r') ++i;
     return i;
 }
@@ -382,19 +357,12 @@ private:
         return false;
     }
     // Moves at_ onto the last quote before it; false when there is none.
-    // Sixteen bytes at a time, inline: the strings passed over here are
-    // the usage object's keys and the few members after it, a few bytes
-    // each, where a call to memrchr cost more than the search.
+    // With stream_usage_sse2, sixteen bytes at a time, inline: the strings
+    // passed over here are the usage object's keys and the few members
+    // after it, a few bytes each, where a call to memrchr cost more than the
+    // search.
     bool previousQuote() {
-#if defined(__SSE2__)
-        for (; at_ >= 16; at_ -= 16) {
-            const __m128i x = _mm_loadu_si128(reinterpret_cast<const __m128i*>(text_.data() + at_ - 16));
-            if (const auto quotes = unsigned(_mm_movemask_epi8(_mm_cmpeq_epi8(x, _mm_set1_epi8('"'))))) {
-                at_ = at_ - 16 + size_t(31 - __builtin_clz(quotes));
-                return true;
-            }
-        }
-#endif
+        if (fastPathOn(FastPath::stream_usage_sse2) && previousQuoteSse2(text_, at_)) return true;
         while (at_ > 0)
             if (text_[--at_] == '"') return true;
         return false;
@@ -444,141 +412,11 @@ private:
     size_t at_;
 };
 
-// The usage object in the shape backends write it: keys without escapes,
-// counts as plain integers or null, and prompt_tokens_details an object of
-// the same shape or null. Read here as readUsage reads it (the five keys
-// backends write matched whole, other keys byte by byte, counts digit by
-// digit); anything else (an escape, a sign, a fraction, an exponent, a
-// string, an array, 20 digits, a leading zero) is `unsure` and left to
-// simdjson.
-class PlainUsage {
-public:
-    explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-    // False when unsure; otherwise `out` is what readUsage would give.
-    bool read(UsageCounts& out) {
-        if (!object(false)) return false;
-        space();
-        if (p_ != end_) return false;
-        out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
-        return true;
-    }
-
-private:
-    enum class Key { prompt, completion, details, cached, total, other };
-
-    // What a plain key may hold: printable ASCII but the quote and the backslash.
-    static constexpr std::array<bool, 256> kKeyBytes = [] {
-        std::array<bool, 256> bytes{};
-        for (int c = 0x20; c < 0x7f; ++c) bytes[size_t(c)] = c != '"' && c != '\\';
-        return bytes;
-    }();
-
-    void space() {
-        while (p_ != end_ && isJsonSpace(*p_)) ++p_;
-    }
-    // `c`, after any whitespace. Backends write usage without any, so the
-    // byte is looked at first, and the whitespace only when it is not `c`.
-    bool take(char c) {
-        if (p_ == end_ || *p_ != c) {
-            space();
-            if (p_ == end_ || *p_ != c) return false;
-        }
-        ++p_;
-        return true;
-    }
-    // Whether the text at p_ begins with `literal`; if so, p_ moves past it.
-    template <size_t N>
-    bool skip(const char (&literal)[N]) {
-        if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) return false;
-        p_ += N - 1;
-        return true;
-    }
-    // A key with its quotes. The keys backends write are matched whole, with
-    // the closing quote; any other is read byte by byte.
-    bool key(Key& out) {
-        if (!take('"')) return false;
-        out = knownKey();
-        if (out != Key::other) return true;
-        // Not a key above: its name differs from theirs, or it is not plain.
-        while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
-        if (p_ == end_ || *p_ != '"') return false;
-        ++p_;
-        return true;
-    }
-    // The key at p_ (past its opening quote) when it is one backends write,
-    // p_ then past its closing quote; `other`, p_ unmoved, when it is not.
-    Key knownKey() {
-        switch (p_ == end_ ? '\0' : *p_) {
-            case 'p':
-                if (skip("prompt_tokens\"")) return Key::prompt;
-                if (skip("prompt_tokens_details\"")) return Key::details;
-                break;
-            case 'c':
-                if (skip("completion_tokens\"")) return Key::completion;
-                if (skip("cached_tokens\"")) return Key::cached;
-                break;
-            case 't':
-                if (skip("total_tokens\"")) return Key::total;
-                break;
-            default: break;
-        }
-        return Key::other;
-    }
-    // A count (0, or up to 19 digits without a leading zero) or null.
-    bool count(std::optional<uint64_t>& out) {
-        space();
-        if (skip("null")) {
-            out.reset();
-            return true;
-        }
-        const char* const start = p_;
-        uint64_t value = 0;
-        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + uint64_t(*p_++ - '0');
-        const size_t digits = size_t(p_ - start);
-        if (digits == 0 || digits > 19 || (digits > 1 && *start == '0')) return false;
-        out = value;
-        return true;
-    }
-    bool object(bool details) {
-        if (!take('{')) return false;
-        if (take('}')) return true;
-        do {
-            Key name;
-            if (!key(name) || !take(':')) return false;
-            std::optional<uint64_t> value;
-            if (!details && name == Key::details) {
-                cached_.reset();  // the last one counts, whatever it is
-                space();
-                if (p_ != end_ && *p_ == '{') {
-                    if (!object(true)) return false;
-                } else if (!count(value) || value) {
-                    return false;
-                }
-                continue;
-            }
-            if (!count(value)) return false;
-            if (details) {
-                if (name == Key::cached) cached_ = value;
-            } else if (name == Key::prompt) {
-                prompt_ = value;
-            } else if (name == Key::completion) {
-                completion_ = value;
-            } else if (name == Key::total) {
-                total_ = value;
-            }
-        } while (take(','));
-        return take('}');
-    }
-
-    const char* p_;
-    const char* const end_;
-    std::optional<uint64_t> prompt_, completion_, cached_, total_;
-};
-
-// The usage member's value: the plain reader first, simdjson for any other spelling.
+// The usage member's value: the written-shape reader first (the fast path
+// written_usage, written_usage.hpp), simdjson for any other spelling and
+// for every one when it is off.
 std::optional<UsageCounts> readUsageMember(std::string_view value) noexcept {
-    if (UsageCounts counts; PlainUsage(value).read(counts)) return counts;
+    if (UsageCounts counts; fastPathOn(FastPath::written_usage) && readWrittenUsage(value, counts)) return counts;
     return threadReader().read(value, readUsageDocument);
 }
 

@@ -15,7 +15,8 @@ from harness import TOKENIZER, Gateway, Sim, bin_dir, chat_body, gateway_config
 
 NAMES = ("json_string_stop_sse2", "simdjson_structurals", "deepseek_v3_splitter_fast_path", "bpe_rank_sweep",
          "bpe_char_premerge", "bpe_linear_merge", "utf8_ascii_runs", "deepseek_v3_fast_path", "http_grammar_sse2", "drain_aware_read",
-         "accepted_socket", "write_now", "uncancellable_io", "cycle_clock", "heap_pages")
+         "accepted_socket", "write_now", "uncancellable_io", "cycle_clock", "heap_pages", "stream_usage_sse2",
+         "written_usage")
 
 
 def run(program: str, *args: str, plain: str | None, input: str | None = None) -> subprocess.CompletedProcess:
