@@ -19,7 +19,7 @@ namespace dpgate::gateway {
 
 class Worker;
 
-class ClientSession final : public ClientConnection {
+class ClientSession final : public ClientConnection, public IdleConnection {
 public:
     // `address_slot` counts the connection against
     // limits.max_connections_per_ip while it lives.
@@ -32,6 +32,8 @@ public:
     // Called by the worker on shutdown: closes the connection if it is
     // waiting for a request; a request in progress finishes first.
     void closeIfIdle();
+    // At max_connections, the oldest idle connection of all goes.
+    void closeIdle() override { close(); }
     // Linked into the worker's IdleList while the connection waits for a
     // request or lingers.
     IdleHook& idleHook() { return idle_; }

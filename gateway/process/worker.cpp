@@ -39,8 +39,8 @@ Worker::Worker(Server& server, PathShared& path, size_t index)
       index_(index),
       path_shared_(path),
       path_local_(io_, deadlines_, server.config(), path.backends, path.metrics, server.idleUpstream(),
-                  makeAdmitter(server.config(), server.modelFiles(), server.sharedSegments(),
-                               server.admissionThreads(), AdmitterRole::worker)),
+                  makeAdmitter(server.config(), server.modelFiles(), server.sharedSegments(), server.admissionThreads(),
+                               AdmitterRole::worker)),
       request_ids_(randomSeed() ^ uint64_t(index)) {}
 
 uint16_t Worker::listen(const tcp::endpoint& endpoint) {
@@ -107,8 +107,7 @@ awaitable<void> Worker::acceptLoop() {
         // limit the oldest idle connection of any worker makes room (the
         // count overshoots by the evictions still under way); with none idle,
         // the new connection is closed at once.
-        if (server_.openConnections() >= int64_t(limits.max_connections) &&
-            !server_.evictIdleConnection(*this)) {
+        if (server_.openConnections() >= int64_t(limits.max_connections) && !server_.evictIdleConnection(*this)) {
             refuseConnection(socket, "max_connections");
             continue;
         }
@@ -137,7 +136,7 @@ bool Worker::evictOldestIdle() {
     IdleHook* oldest = idle_.oldest();
     if (oldest == nullptr) return false;
     idle_.remove(*oldest);
-    oldest->session->close();
+    oldest->owner->closeIdle();
     server_.metrics().idle_connections_evicted.inc();
     return true;
 }
