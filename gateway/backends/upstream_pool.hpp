@@ -18,7 +18,7 @@ namespace dpgate::gateway {
 struct UpstreamConnection {
     TimedSocket stream;
     beast::flat_buffer buffer;  // bytes read past the last response; must be empty to reuse
-    // The answer being read on this connection (set by the Relay, emptied
+    // The answer being read on this connection (set by the UpstreamExchange, emptied
     // before the connection goes back to the pool).
     std::optional<UpstreamResponseParser> answer;
     std::chrono::steady_clock::time_point idle_since{};

@@ -1,18 +1,18 @@
 #include "gateway/ops/admin_listener.hpp"
 
+#include "admission/tokenizer/shared_segment_cache.hpp"
 #include "common/api_error.hpp"
-#include "gateway/backends/health_checker.hpp"
-#include "gateway/net/lingering_close.hpp"
-#include "gateway/ops/admin_page.hpp"
-#include "gateway/path/admission_pool.hpp"
 #include "gateway/acceptance/record_store.hpp"
 #include "gateway/backends/backend_registry.hpp"
+#include "gateway/backends/health_checker.hpp"
 #include "gateway/backends/role_ledger.hpp"
 #include "gateway/backends/router.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/net/lingering_close.hpp"
+#include "gateway/ops/admin_page.hpp"
+#include "gateway/path/admission_pool.hpp"
 #include "gateway/path/count_check.hpp"
 #include "gateway/platform/log.hpp"
-#include "admission/tokenizer/shared_segment_cache.hpp"
 #include "routing/work_meter.hpp"
 
 #include <nlohmann/json.hpp>

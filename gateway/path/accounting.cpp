@@ -1,9 +1,9 @@
 #include "gateway/path/accounting.hpp"
 
 #include "gateway/metrics/gateway_metrics.hpp"
-#include "gateway/platform/cycle_clock.hpp"
 #include "gateway/path/count_check.hpp"
 #include "gateway/path/path_parts.hpp"
+#include "gateway/platform/cycle_clock.hpp"
 
 #include <chrono>
 
@@ -15,7 +15,7 @@ void accountAnswer(RequestContext& c, SlotLease& lease, const admission::Admitte
     if (admitted.expected_usage_prompt_tokens)
         c.record.count_mismatch =
             c.shared.count_check.compare(lease.backend(), lease.rank(), c.record.request_id,
-                                          *admitted.expected_usage_prompt_tokens, usage.prompt_tokens);
+                                         *admitted.expected_usage_prompt_tokens, usage.prompt_tokens);
     lease.answered(usage);
     if (c.metrics) {
         PathLocal::SlotMetrics& slot = c.local.slotMetrics(lease.backend(), lease.rank());

@@ -23,8 +23,7 @@ void completeAnswer(RequestContext& c, const AnswerOutcome& outcome) {
     if (outcome.usage) record.usage = outcome.usage;
 }
 
-awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response,
-                            AnswerOutcome& outcome) {
+awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response, AnswerOutcome& outcome) {
     answerEnds(c);
     const ClientConnection::Written written = co_await c.connection.writeResponse(response, c.config.limits);
     outcome.status = response.result_int();
@@ -55,7 +54,7 @@ awaitable<bool> refuse(RequestContext& c, const ApiError& error, bool keep_alive
     AnswerOutcome outcome;
     outcome.rejection = error.code;
     const bool written = co_await writeAnswer(c, response, outcome);
-    co_return written && response.keep_alive();
+    co_return written&& response.keep_alive();
 }
 
 }  // namespace dpgate::gateway

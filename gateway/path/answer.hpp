@@ -44,8 +44,7 @@ void completeAnswer(RequestContext& c, const AnswerOutcome& outcome);
 // completes it: `outcome` as far as the caller knows it (a route, an error
 // code), with the status and bytes written. Returns whether the write went
 // through; response.keep_alive() tells whether the connection may stay.
-awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response,
-                            AnswerOutcome& outcome);
+awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response, AnswerOutcome& outcome);
 
 // An answer relayed piece by piece: its outcome grows as the pieces go out
 // and is completed once, when the relay ends however it ends (an exception

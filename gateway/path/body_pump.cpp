@@ -95,7 +95,7 @@ awaitable<bool> relayErrorAnswer(RequestContext& c, UpstreamExchange& exchange, 
             answer.outcome().rejection = failure.code;
             http::response<http::string_body> response = errorResponse(c, failure, false);
             const bool written = co_await answer.answerWith(response);
-            co_return written && response.keep_alive();
+            co_return written&& response.keep_alive();
         }
         body.append(chunk, sizeof chunk - parser.body().size);
     }
@@ -169,9 +169,12 @@ awaitable<bool> answerNoAnswer(RequestContext& c, const SlotLease& slot, const U
                                    "backend_unreachable");
     logLine(LogLevel::warn, "request " + c.record.request_id + ": " + failure.message);
     http::response<http::string_body> response = errorResponse(c, failure, c.keep_alive);
-    AnswerOutcome outcome{.backend = backend_name, .rank = int(slot.rank()), .rejection = failure.code};
+    AnswerOutcome outcome;
+    outcome.backend = backend_name;
+    outcome.rank = int(slot.rank());
+    outcome.rejection = failure.code;
     const bool written = co_await writeAnswer(c, response, outcome);
-    co_return written && response.keep_alive();
+    co_return written&& response.keep_alive();
 }
 
 awaitable<bool> pumpAnswer(RequestContext& c, UpstreamExchange& exchange, SlotLease& slot, const ClientWatch& watch,
@@ -203,7 +206,7 @@ awaitable<bool> pumpAnswer(RequestContext& c, UpstreamExchange& exchange, SlotLe
     // stream, or from a (small) JSON answer. The usage chunk dpgate asked for
     // is cut out of a re-chunked stream (a Content-Length stream cannot
     // change length, so it is only observed).
-    UsageTap tap(!event_stream                        ? UsageTap::Mode::json
+    UsageTap tap(!event_stream                   ? UsageTap::Mode::json
                  : stream_usage_added && chunked ? UsageTap::Mode::filter
                                                  : UsageTap::Mode::observe,
                  maxUsageTokens(c.config, sequences));

@@ -69,8 +69,7 @@ metrics::Counter& PathLocal::requestCounter(std::string_view path, unsigned stat
     // Paths reaching a relay are the two completion endpoints: the list stays short.
     for (const RequestCounter& known : request_counters_)
         if (known.status == status && known.path == path) return *known.counter;
-    metrics::Counter& counter =
-        metrics_.requests.with({path, status == 0 ? "client_closed" : std::to_string(status)});
+    metrics::Counter& counter = metrics_.requests.with({path, status == 0 ? "client_closed" : std::to_string(status)});
     request_counters_.push_back({std::string(path), status, &counter});
     return counter;
 }

@@ -32,13 +32,13 @@ class Router;
 
 // Shared by every worker; each piece guards itself.
 struct PathShared {
-    const Published<const auth::KeyStore>& keys;          // read per request, replaced by a reload
-    const Published<auth::KeyLimiter>& key_limiter;       // likewise
-    BackendRegistry& backends;                            // health, windows, roles
-    Router& router;                                       // where a request goes and what it costs there
-    CountCheck& count_check;                              // dpgate's prompt counts against the backends' usage
-    AdmissionPool& admission_pool;                        // admission that may take long
-    metrics::GatewayMetrics& metrics;                     // updated only when config.metrics.enabled
+    const Published<const auth::KeyStore>& keys;     // read per request, replaced by a reload
+    const Published<auth::KeyLimiter>& key_limiter;  // likewise
+    BackendRegistry& backends;                       // health, windows, roles
+    Router& router;                                  // where a request goes and what it costs there
+    CountCheck& count_check;                         // dpgate's prompt counts against the backends' usage
+    AdmissionPool& admission_pool;                   // admission that may take long
+    metrics::GatewayMetrics& metrics;                // updated only when config.metrics.enabled
 };
 
 // One worker's own: touched only on its thread.

@@ -90,7 +90,7 @@ awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
         }
         AnswerOutcome outcome;
         const bool written = co_await writeAnswer(c, response, outcome);
-        co_return written && c.keep_alive;
+        co_return written&& c.keep_alive;
     }
     ApiError error =
         ApiError::notFound("no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
@@ -146,8 +146,8 @@ awaitable<bool> refuseHead(RequestContext& c, ApiError error, http::field extra,
 }
 
 awaitable<bool> refuseNoBackend(RequestContext& c) {
-    ApiError error = ApiError::unavailable("no backend is available: every backend is down or drained.",
-                                           "backend_unavailable");
+    ApiError error =
+        ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable");
     co_return co_await refuse(c, error, c.keep_alive);
 }
 
@@ -250,10 +250,10 @@ awaitable<bool> serveRequest(RequestContext& c) {
     // The head's own sense: each field dpgate acts on at most once.
     if (const std::string_view repeated = repeatedField(c); !repeated.empty())
         return refuseHead(c,
-                      ApiError::badRequest("more than one " + std::string(clipUtf8(repeated, kQuotedBytes)) +
-                                               " header field; send it once.",
-                                           "duplicate_header"),
-                      http::field::unknown, {});
+                          ApiError::badRequest("more than one " + std::string(clipUtf8(repeated, kQuotedBytes)) +
+                                                   " header field; send it once.",
+                                               "duplicate_header"),
+                          http::field::unknown, {});
 
     // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
     if (path.starts_with("/v1/")) {
@@ -274,7 +274,7 @@ awaitable<bool> serveRequest(RequestContext& c) {
     KeyLeaseResult leased = leaseKey(c.shared.key_limiter.local(), c.key, c.record.started);
     if (leased.refusal)
         return refuseHead(c, std::move(*leased.refusal), http::field::retry_after,
-                      std::to_string(leased.retry_after_seconds));
+                          std::to_string(leased.retry_after_seconds));
     c.key_lease = std::move(leased.lease);
 
     // 3. The body, only now that the head has earned it, held against the

@@ -29,9 +29,8 @@ enum class Attempt { ok, retry_fresh, failed };
 
 }  // namespace
 
-UpstreamExchange::UpstreamExchange(const Request& request, const conf::LimitsConfig& limits,
-                                   BackendRegistry& backends, PathLocal& local, metrics::GatewayMetrics* metrics,
-                                   ClientWatch& watch)
+UpstreamExchange::UpstreamExchange(const Request& request, const conf::LimitsConfig& limits, BackendRegistry& backends,
+                                   PathLocal& local, metrics::GatewayMetrics* metrics, ClientWatch& watch)
     : request_(request),
       limits_(limits),
       backends_(backends),

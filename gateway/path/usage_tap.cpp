@@ -47,9 +47,9 @@ std::optional<Usage> UsageTap::usage(bool& implausible) {
     implausible = false;
     if (mode_ == Mode::json) {
         const UsageCheck check{.max_tokens = max_usage_tokens_, .implausible = &implausible};
-        usage = copy_cut_ ? parseUsageJsonEnd(answer_copy_, check)
-                          : parseUsageJson(whole_answer_.empty() ? std::string_view(answer_copy_) : whole_answer_,
-                                           check);
+        usage = copy_cut_
+                    ? parseUsageJsonEnd(answer_copy_, check)
+                    : parseUsageJson(whole_answer_.empty() ? std::string_view(answer_copy_) : whole_answer_, check);
     } else {
         if (mode_ == Mode::observe) events_.finish();
         usage = events_.usage();

@@ -87,12 +87,10 @@ Server::Server(conf::Config config, ServeOptions options)
     // Half the threads per key at most: one client's stream of huge requests
     // leaves the other half to everyone else.
     const size_t admission_threads = admissionThreads();
-    admission_pool_ =
-        std::make_unique<AdmissionPool>(admission_threads, std::max<size_t>(1, admission_threads / 2),
-                                        [this, admission_threads](size_t) {
-                                            return makeAdmitter(config_, model_files_, shared_segments_,
-                                                                admission_threads, AdmitterRole::pool);
-                                        });
+    admission_pool_ = std::make_unique<AdmissionPool>(
+        admission_threads, std::max<size_t>(1, admission_threads / 2), [this, admission_threads](size_t) {
+            return makeAdmitter(config_, model_files_, shared_segments_, admission_threads, AdmitterRole::pool);
+        });
     logLine(LogLevel::info, "admission: " + std::to_string(admission_threads) + " threads for bodies of " +
                                 std::to_string(config_.limits.offload_admission_bytes) + " bytes and more, " +
                                 std::to_string(admission_pool_->perKeyThreads()) + " at most per key");
@@ -103,8 +101,7 @@ Server::Server(conf::Config config, ServeOptions options)
                                       .count_check = count_check_,
                                       .admission_pool = *admission_pool_,
                                       .metrics = metrics_});
-    for (size_t i = 0; i < config_.threads; ++i)
-        workers_.push_back(std::make_unique<Worker>(*this, *path_shared_, i));
+    for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, *path_shared_, i));
 }
 
 Server::~Server() {

@@ -16,12 +16,12 @@
 #include "gateway/metrics/sharded_count.hpp"
 #include "gateway/net/connections_per_address.hpp"
 #include "gateway/net/net.hpp"
+#include "gateway/ops/operator_actions.hpp"
 #include "gateway/path/access_log.hpp"
 #include "gateway/path/count_check.hpp"
 #include "gateway/path/model_files.hpp"
-#include "gateway/platform/published.hpp"
-#include "gateway/ops/operator_actions.hpp"
 #include "gateway/path/path_parts.hpp"
+#include "gateway/platform/published.hpp"
 
 #include <boost/asio/ssl/context.hpp>
 

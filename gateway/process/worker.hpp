@@ -8,10 +8,10 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net/idle_list.hpp"
 #include "gateway/net/net.hpp"
-#include "gateway/path/access_log.hpp"
-#include "gateway/path/request_id.hpp"
-#include "gateway/path/path_parts.hpp"
 #include "gateway/net/timed_socket.hpp"
+#include "gateway/path/access_log.hpp"
+#include "gateway/path/path_parts.hpp"
+#include "gateway/path/request_id.hpp"
 
 #include <map>
 #include <memory>
