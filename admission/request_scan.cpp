@@ -26,8 +26,8 @@ namespace {
 constexpr std::size_t kShrinkAboveBytes = 32u << 20;
 
 // A JSON path ("messages[3].content[1].image_url"), rendered to text only
-// when an error names it: building it per field was a heap string per
-// message on every request.
+// when an error names it: building it per field would cost a heap string
+// per message on every request.
 class Path {
 public:
     Path(const char* root) : key_(root) {}       // NOLINT(google-explicit-constructor): literals name top-level fields

@@ -176,8 +176,8 @@ private:
     std::uint32_t end_;
 };
 
-// The ASCII fast path (issue 18: the splitter was a fifth of a cold count of
-// mostly-ASCII text, classifying every character twice, once to find its
+// The ASCII fast path (without it the splitter is a fifth of a cold count
+// of mostly-ASCII text, classifying every character twice, once to find its
 // region and once in RegionSplitter). From a piece start whose first byte is
 // ASCII, the end of the piece RegionSplitter would find, or 0 when that
 // depends on a non-ASCII character (the caller then takes the general path
@@ -202,7 +202,7 @@ inline __m128i asciiLetters(__m128i v) { return bytesInRange(_mm_or_si128(v, _mm
 // The first offset from j (up to n) whose byte is not an ASCII character of
 // `letters`: kAsciiLetter ([A-Za-z]) or kL | kM, the same set unless the class
 // table says otherwise (AsciiTable checks). Sixteen bytes at a time: the end
-// of a word, byte by byte, was an unpredictable branch per piece.
+// of a word, byte by byte, is an unpredictable branch per piece.
 inline std::uint32_t asciiLetterRunEnd(const unsigned char* s, std::uint32_t j, std::uint32_t n,
                                        std::uint16_t letters) {
 #if defined(__SSE2__)
@@ -265,7 +265,7 @@ inline std::uint32_t asciiPieceEnd(const unsigned char* s, std::uint32_t pos, st
 }
 
 #if defined(__SSE2__)
-// Sixty-four bytes at a time (issue 18: the byte-wise path above mispredicts
+// Sixty-four bytes at a time (the byte-wise path above mispredicts
 // a branch or two per piece, and pieces average four bytes). In ASCII text
 // without control characters, with every whitespace run "CR/LF first, then
 // blanks", whether a piece starts at a byte depends only on its neighbours,

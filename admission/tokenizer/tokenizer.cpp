@@ -114,7 +114,7 @@ void checkModelScalar(std::string_view key, const nlohmann::json& v) {
 }
 
 // Token -> id during load, open addressing (std::unordered_map's node chasing
-// was a quarter of the load time: three lookups per merge). Keys view the
+// would be a quarter of the load time: three lookups per merge). Keys view the
 // parser's string buffer, which outlives the load.
 class Vocab {
 public:
@@ -126,7 +126,7 @@ public:
     }
     // Entries in order (a repeated token keeps its last id), with each home
     // slot prefetched kAhead entries early: one cache miss per entry in the
-    // 4 MB table, waited on in turn, was a tenth of the load.
+    // 4 MB table, waited on in turn, would be a tenth of the load.
     void emplaceAll(const std::vector<std::pair<std::string_view, std::uint32_t>>& entries) {
         // Never more than half full.
         reserve(size_ + entries.size());
@@ -229,8 +229,8 @@ std::uint32_t vocabId(const Vocab& vocab, std::string_view token, std::uint64_t 
 }
 
 // Three vocab lookups per merge (left, right and the two joined), 128K
-// merges: each lookup a cache miss in the 4 MB table, waited on in turn, was
-// a third of the load (issue 18, `dpgate tokens` in a fresh process). The
+// merges: each lookup a cache miss in the 4 MB table, waited on in turn,
+// would be a third of the load (`dpgate tokens` in a fresh process). The
 // hashes are computed and the slots prefetched kAhead merges early.
 void resolveMerges(ModelParts& parts) {
     const std::vector<MergeText>& texts = parts.merge_texts;
@@ -463,8 +463,8 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::
         auto pieceAt = [&](std::size_t k) { return text.substr(at[k], at[k + 1] - at[k]); };
         // Hashes computed kAhead pieces early, with the slot prefetched: on
         // text seen for the first time the lookups are cache misses, and
-        // waiting for each in turn was most of the word cache's cost (perf,
-        // issue 18).
+        // waiting for each in turn would be most of the word cache's cost
+        // (measured with perf).
         constexpr std::size_t kAhead = 8;
         WordCache::Key keys[16];
         static_assert(std::size(keys) > kAhead);
