@@ -1,5 +1,5 @@
 // A client connection just accepted, made ready with the fewest system calls
-// (issue 18, twenty-first round). Asio's accept costs, besides accept(),
+// (counted in docs/BENCHMARKS.md). Asio's accept costs, besides accept(),
 // per connection:
 // - two ioctl(FIONBIO): one when Asio's first operation puts the socket in
 //   non-blocking mode for itself, one when WriteNow (write_now.hpp) asks

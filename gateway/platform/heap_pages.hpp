@@ -4,9 +4,9 @@
 // frames and buffers) sits on 4 KiB pages of its own, and the data TLB holds
 // a few dozen of them: a request that comes back to its state after the
 // other connections ran walks the page tables for it. Backed by transparent
-// huge pages, the same heap is a handful of 2 MiB pages (issue 18, twentieth
-// round: 1.7-3.5 % less CPU per request at 256 connections, 8 MB more
-// resident).
+// huge pages, the same heap is a handful of 2 MiB pages (1.7-3.5 % less CPU
+// per request at 256 connections, 8 MB more resident, measured in
+// docs/BENCHMARKS.md).
 #pragma once
 
 #include <cstddef>

@@ -21,8 +21,8 @@ namespace od = simdjson::ondemand;
 // sixteen positions at a time; each is then compared whole.
 // std::string_view::find stops at every occurrence of the first byte alone,
 // and an event's JSON is full of the quote that starts `"usage"`; glibc's
-// memmem is plain C here (issue 18, twenty-first round: the search took a
-// third of the instructions an SSE event cost the relay).
+// memmem is plain C here (with either, the search takes a third of the
+// instructions an SSE event costs the relay).
 size_t findIn(std::string_view text, std::string_view needle, size_t from = 0) {
     const size_t n = needle.size();
     if (n < 2 || from > text.size() || text.size() - from < n) return std::string_view::npos;
@@ -86,10 +86,9 @@ bool onlyNullUsage(std::string_view event) {
 }
 
 // What one JSON document says: its usage, and whether it is the usage-only
-// chunk. Read by simdjson On Demand (issue 15: one JSON reader beside
-// admission's, docs/BENCHMARKS.md "Usage reader" has the figures), with no
-// pre-check for a usage key: a vLLM answer always carries one, so the
-// memmem that looked for it never spared a parse (issue 18, ninth round).
+// chunk. Read by simdjson On Demand, with no pre-check for a usage key: a
+// vLLM answer always carries one, so a search for it would never spare a
+// parse (docs/BENCHMARKS.md, "Usage reader").
 struct UsageFacts {
     std::optional<UsageCounts> usage;  // none when absent or malformed
     bool empty_choices = false;        // "choices": []
@@ -309,7 +308,7 @@ FactsReader& threadReader() {
 std::optional<UsageFacts> usageFacts(std::string_view json) noexcept { return threadReader().read(json, readFacts); }
 
 // The last top-level member of an answer named `usage`, found by walking
-// the answer backward from its end (issue 18, fifteenth round): a backend
+// the answer backward from its end: a backend
 // writes usage after the choices, so only the few members after it are
 // passed over, where reading the whole answer costs more than anything
 // else the relay does for it. The walk reads what it passes over only as
