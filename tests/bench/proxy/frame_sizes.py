@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Coroutine frame sizes in a dpgate binary, read from its machine code
-(docs/BENCHMARKS.md, issue 18).
+(docs/BENCHMARKS.md).
 
     tests/bench/proxy/frame_sizes.py [DPGATE_BINARY] [--all]
 

@@ -1,4 +1,4 @@
-// Malformed bodies (issue 4, "Bad input"): each a 4xx whose message names the
+// Malformed bodies: each a 4xx whose message names the
 // problem, and the Admitter serving the next request normally.
 #include <gtest/gtest.h>
 
