@@ -360,10 +360,17 @@ TEST(ParseUsageJsonEnd, ReadsTheUsageFromTheAnswersEndAlone) {
 }
 
 // The usage object in the plain shape is read without simdjson; every
-// other spelling goes to simdjson. Either way, what the whole read says.
+// other spelling goes to simdjson. Either way, what the whole read (On
+// Demand throughout) says: from an answer's end, and in an SSE event.
 void expectReadAsTheWholeReadDoes(const char* usage) {
     const std::string answer = std::string(R"({"id":"x","usage":)") + usage + R"(,"prompt_logprobs":null})";
     EXPECT_EQ(parseUsageJson(answer), readWholeUsage(answer)) << answer;
+    const std::string chunk = std::string(R"({"id":"x","choices":[],"usage":)") + usage + R"(,"n":1})";
+    SseUsageParser parser;
+    std::string forward;
+    parser.filter("data: " + chunk + "\n\n", forward);
+    EXPECT_EQ(parser.usage(), readWholeUsage(chunk)) << chunk;
+    EXPECT_EQ(isUsageOnlyChunk(chunk), readWholeUsage(chunk).has_value()) << chunk;
 }
 
 TEST(ParseUsageJson, PlainAndOtherUsageObjectsReadAsTheWholeReadDoes) {
