@@ -85,15 +85,6 @@ bool onlyNullUsage(std::string_view event) {
     return true;
 }
 
-// What one JSON document says: its usage, and whether it is the usage-only
-// chunk. Read by simdjson On Demand, with no pre-check for a usage key: a
-// vLLM answer always carries one, so a search for it would never spare a
-// parse (docs/BENCHMARKS.md, "Usage reader").
-struct UsageFacts {
-    std::optional<UsageCounts> usage;  // none when absent or malformed
-    bool empty_choices = false;        // "choices": []
-};
-
 // The usage object's members nest a few levels at most; deeper is refused
 // rather than recursed into.
 constexpr int kMaxDepth = 64;
@@ -222,6 +213,156 @@ std::optional<UsageCounts> readUsage(od::value value) {
     return counts;
 }
 
+bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The usage object in the shape backends write it: keys without escapes,
+// counts as plain integers or null, and prompt_tokens_details an object of
+// the same shape or null. Read here as readUsage reads it (the five keys
+// backends write matched whole, other keys byte by byte, counts digit by
+// digit); anything else (an escape, a sign, a fraction, an exponent, a
+// string, an array, 20 digits, a leading zero) is `unsure` and left to
+// simdjson.
+class PlainUsage {
+public:
+    explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
+
+    // False when unsure; otherwise `out` is what readUsage would give.
+    // `alone`: nothing but whitespace may follow the object.
+    bool read(UsageCounts& out, bool alone) {
+        if (!object(false)) return false;
+        if (alone) {
+            space();
+            if (p_ != end_) return false;
+        }
+        out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
+        return true;
+    }
+
+private:
+    enum class Key { prompt, completion, details, cached, total, other };
+
+    // What a plain key may hold: printable ASCII but the quote and the backslash.
+    static constexpr std::array<bool, 256> kKeyBytes = [] {
+        std::array<bool, 256> bytes{};
+        for (int c = 0x20; c < 0x7f; ++c) bytes[size_t(c)] = c != '"' && c != '\\';
+        return bytes;
+    }();
+
+    void space() {
+        while (p_ != end_ && isJsonSpace(*p_)) ++p_;
+    }
+    // `c`, after any whitespace. Backends write usage without any, so the
+    // byte is looked at first, and the whitespace only when it is not `c`.
+    bool take(char c) {
+        if (p_ == end_ || *p_ != c) {
+            space();
+            if (p_ == end_ || *p_ != c) return false;
+        }
+        ++p_;
+        return true;
+    }
+    // Whether the text at p_ begins with `literal`; if so, p_ moves past it.
+    template <size_t N>
+    bool skip(const char (&literal)[N]) {
+        if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) return false;
+        p_ += N - 1;
+        return true;
+    }
+    // A key with its quotes. The keys backends write are matched whole, with
+    // the closing quote; any other is read byte by byte.
+    bool key(Key& out) {
+        if (!take('"')) return false;
+        out = knownKey();
+        if (out != Key::other) return true;
+        // Not a key above: its name differs from theirs, or it is not plain.
+        while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
+        if (p_ == end_ || *p_ != '"') return false;
+        ++p_;
+        return true;
+    }
+    // The key at p_ (past its opening quote) when it is one backends write,
+    // p_ then past its closing quote; `other`, p_ unmoved, when it is not.
+    Key knownKey() {
+        switch (p_ == end_ ? '\0' : *p_) {
+            case 'p':
+                if (skip("prompt_tokens\"")) return Key::prompt;
+                if (skip("prompt_tokens_details\"")) return Key::details;
+                break;
+            case 'c':
+                if (skip("completion_tokens\"")) return Key::completion;
+                if (skip("cached_tokens\"")) return Key::cached;
+                break;
+            case 't':
+                if (skip("total_tokens\"")) return Key::total;
+                break;
+            default: break;
+        }
+        return Key::other;
+    }
+    // A count (0, or up to 19 digits without a leading zero) or null.
+    bool count(std::optional<uint64_t>& out) {
+        space();
+        if (skip("null")) {
+            out.reset();
+            return true;
+        }
+        const char* const start = p_;
+        uint64_t value = 0;
+        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + uint64_t(*p_++ - '0');
+        const size_t digits = size_t(p_ - start);
+        if (digits == 0 || digits > 19 || (digits > 1 && *start == '0')) return false;
+        out = value;
+        return true;
+    }
+    bool object(bool details) {
+        if (!take('{')) return false;
+        if (take('}')) return true;
+        do {
+            Key name;
+            if (!key(name) || !take(':')) return false;
+            std::optional<uint64_t> value;
+            if (!details && name == Key::details) {
+                cached_.reset();  // the last one counts, whatever it is
+                space();
+                if (p_ != end_ && *p_ == '{') {
+                    if (!object(true)) return false;
+                } else if (!count(value) || value) {
+                    return false;
+                }
+                continue;
+            }
+            if (!count(value)) return false;
+            if (details) {
+                if (name == Key::cached) cached_ = value;
+            } else if (name == Key::prompt) {
+                prompt_ = value;
+            } else if (name == Key::completion) {
+                completion_ = value;
+            } else if (name == Key::total) {
+                total_ = value;
+            }
+        } while (take(','));
+        return take('}');
+    }
+
+    const char* p_;
+    const char* const end_;
+    std::optional<uint64_t> prompt_, completion_, cached_, total_;
+};
+
+// The one reader of a usage object: its counts, nullopt when it is
+// malformed; a repeated key counts its last value. `text` begins with the
+// object; `alone`: it holds nothing else but whitespace (the tail walk's
+// cut), rather than the rest of a document after the object. The shape
+// backends write is read from the text (PlainUsage); any other spelling by
+// `on_demand()`, which reads the same object by simdjson On Demand
+// (readUsage) and is called only then.
+template <typename OnDemand>
+std::optional<UsageCounts> readUsageObject(std::string_view text, bool alone, OnDemand&& on_demand) {
+    if (UsageCounts counts; PlainUsage(text).read(counts, alone)) return counts;
+    return on_demand();
+}
+
 // Whether the document's text ends where its value did: anything after it
 // (a second document, a cut one) makes the whole text malformed.
 bool endsThere(od::document& doc) {
@@ -229,11 +370,26 @@ bool endsThere(od::document& doc) {
     return doc.current_location().get(trailing) != simdjson::SUCCESS;
 }
 
-// The top-level members `usage` and `choices` of a document. The key
-// `usage` is matched as written (onlyNullUsage looks for those bytes);
+// What one JSON document says: its usage, and whether it is the usage-only
+// chunk. Read by simdjson On Demand, with no pre-check for a usage key: a
+// vLLM answer always carries one, so a search for it would never spare a
+// parse (docs/BENCHMARKS.md, "Usage reader").
+struct UsageFacts {
+    std::optional<UsageCounts> usage;  // none when absent or malformed
+    bool empty_choices = false;        // "choices": []
+};
+
+// How readFacts reads the usage object: by readUsageObject, or by On Demand
+// alone (readWholeUsage: the twin that the tests and the fuzz target hold
+// the plain reader to).
+enum class UsageRead { plain_first, on_demand };
+
+// The top-level members `usage` and `choices` of the document `json`. The
+// key `usage` is matched as written (onlyNullUsage looks for those bytes);
 // other members are skipped, not validated. Nullopt when the document is
 // not one whole object.
-std::optional<UsageFacts> readFacts(od::document& doc) {
+template <UsageRead how>
+std::optional<UsageFacts> readFacts(od::document& doc, std::string_view json) {
     od::object root;
     if (doc.get_object().get(root)) return std::nullopt;
     UsageFacts facts;
@@ -242,7 +398,15 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
         od::value value;
         if (field.key().get(key) || field.value().get(value)) return std::nullopt;
         if (key == "usage") {
-            facts.usage = readUsage(value);
+            const auto on_demand = [&value] { return readUsage(value); };
+            if constexpr (how == UsageRead::on_demand) {
+                facts.usage = on_demand();
+            } else {
+                // The object's text runs on to the document's end; what the
+                // plain reader read, On Demand skips as a value left unread.
+                const auto start = size_t(value.raw_json_token().data() - json.data());
+                facts.usage = readUsageObject(json.substr(start), false, on_demand);
+            }
         } else if (key == "choices") {
             od::json_type type;
             od::array choices;
@@ -255,7 +419,8 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
     return facts;
 }
 
-// The usage member's value alone, read as a document of its own.
+// The usage member's value alone, read as a document of its own (the tail
+// walk's cut).
 std::optional<UsageCounts> readUsageDocument(od::document& doc) {
     od::value root;
     if (doc.get_value().get(root)) return std::nullopt;
@@ -269,11 +434,12 @@ std::optional<UsageCounts> readUsageDocument(od::document& doc) {
 // hand over string_views without it.
 class FactsReader {
 public:
-    // What `reader` reads from the document `json`; nullopt when simdjson
-    // cannot index it, or memory runs out (no usage rather than a dropped
-    // request).
+    // What `reader(doc, text)` reads from the document `json` (`text`: the
+    // copy `doc` reads); nullopt when simdjson cannot index it, or memory
+    // runs out (no usage rather than a dropped request).
     template <typename Reader>
-    auto read(std::string_view json, Reader reader) noexcept -> decltype(reader(std::declval<od::document&>())) {
+    auto read(std::string_view json, Reader reader) noexcept
+        -> decltype(reader(std::declval<od::document&>(), std::string_view())) {
         try {
             // An answer can be up to the relay's 1 MiB copy; do not keep that
             // much per thread after one large answer.
@@ -288,7 +454,7 @@ public:
             std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
             od::document doc;
             if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
-            return reader(doc);
+            return reader(doc, std::string_view(copy_.get(), json.size()));
         } catch (...) {
             return std::nullopt;
         }
@@ -305,7 +471,10 @@ FactsReader& threadReader() {
     return reader;
 }
 
-std::optional<UsageFacts> usageFacts(std::string_view json) noexcept { return threadReader().read(json, readFacts); }
+template <UsageRead how>
+std::optional<UsageFacts> usageFacts(std::string_view json) noexcept {
+    return threadReader().read(json, readFacts<how>);
+}
 
 // The last top-level member of an answer named `usage`, found by walking
 // the answer backward from its end: a backend
@@ -320,8 +489,6 @@ struct TailMember {
     enum class Kind { usage, none, unsure } kind = Kind::unsure;
     std::string_view value;  // the usage member's value, as written
 };
-
-bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 class TailWalk {
 public:
@@ -443,146 +610,22 @@ private:
     size_t at_;
 };
 
-// The usage object in the shape backends write it: keys without escapes,
-// counts as plain integers or null, and prompt_tokens_details an object of
-// the same shape or null. Read here as readUsage reads it (the five keys
-// backends write matched whole, other keys byte by byte, counts digit by
-// digit); anything else (an escape, a sign, a fraction, an exponent, a
-// string, an array, 20 digits, a leading zero) is `unsure` and left to
-// simdjson.
-class PlainUsage {
-public:
-    explicit PlainUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
-
-    // False when unsure; otherwise `out` is what readUsage would give.
-    bool read(UsageCounts& out) {
-        if (!object(false)) return false;
-        space();
-        if (p_ != end_) return false;
-        out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
-        return true;
-    }
-
-private:
-    enum class Key { prompt, completion, details, cached, total, other };
-
-    // What a plain key may hold: printable ASCII but the quote and the backslash.
-    static constexpr std::array<bool, 256> kKeyBytes = [] {
-        std::array<bool, 256> bytes{};
-        for (int c = 0x20; c < 0x7f; ++c) bytes[size_t(c)] = c != '"' && c != '\\';
-        return bytes;
-    }();
-
-    void space() {
-        while (p_ != end_ && isJsonSpace(*p_)) ++p_;
-    }
-    // `c`, after any whitespace. Backends write usage without any, so the
-    // byte is looked at first, and the whitespace only when it is not `c`.
-    bool take(char c) {
-        if (p_ == end_ || *p_ != c) {
-            space();
-            if (p_ == end_ || *p_ != c) return false;
-        }
-        ++p_;
-        return true;
-    }
-    // Whether the text at p_ begins with `literal`; if so, p_ moves past it.
-    template <size_t N>
-    bool skip(const char (&literal)[N]) {
-        if (size_t(end_ - p_) < N - 1 || std::memcmp(p_, literal, N - 1) != 0) return false;
-        p_ += N - 1;
-        return true;
-    }
-    // A key with its quotes. The keys backends write are matched whole, with
-    // the closing quote; any other is read byte by byte.
-    bool key(Key& out) {
-        if (!take('"')) return false;
-        out = knownKey();
-        if (out != Key::other) return true;
-        // Not a key above: its name differs from theirs, or it is not plain.
-        while (p_ != end_ && kKeyBytes[static_cast<unsigned char>(*p_)]) ++p_;
-        if (p_ == end_ || *p_ != '"') return false;
-        ++p_;
-        return true;
-    }
-    // The key at p_ (past its opening quote) when it is one backends write,
-    // p_ then past its closing quote; `other`, p_ unmoved, when it is not.
-    Key knownKey() {
-        switch (p_ == end_ ? '\0' : *p_) {
-            case 'p':
-                if (skip("prompt_tokens\"")) return Key::prompt;
-                if (skip("prompt_tokens_details\"")) return Key::details;
-                break;
-            case 'c':
-                if (skip("completion_tokens\"")) return Key::completion;
-                if (skip("cached_tokens\"")) return Key::cached;
-                break;
-            case 't':
-                if (skip("total_tokens\"")) return Key::total;
-                break;
-            default: break;
-        }
-        return Key::other;
-    }
-    // A count (0, or up to 19 digits without a leading zero) or null.
-    bool count(std::optional<uint64_t>& out) {
-        space();
-        if (skip("null")) {
-            out.reset();
-            return true;
-        }
-        const char* const start = p_;
-        uint64_t value = 0;
-        while (p_ != end_ && *p_ >= '0' && *p_ <= '9') value = value * 10 + uint64_t(*p_++ - '0');
-        const size_t digits = size_t(p_ - start);
-        if (digits == 0 || digits > 19 || (digits > 1 && *start == '0')) return false;
-        out = value;
-        return true;
-    }
-    bool object(bool details) {
-        if (!take('{')) return false;
-        if (take('}')) return true;
-        do {
-            Key name;
-            if (!key(name) || !take(':')) return false;
-            std::optional<uint64_t> value;
-            if (!details && name == Key::details) {
-                cached_.reset();  // the last one counts, whatever it is
-                space();
-                if (p_ != end_ && *p_ == '{') {
-                    if (!object(true)) return false;
-                } else if (!count(value) || value) {
-                    return false;
-                }
-                continue;
-            }
-            if (!count(value)) return false;
-            if (details) {
-                if (name == Key::cached) cached_ = value;
-            } else if (name == Key::prompt) {
-                prompt_ = value;
-            } else if (name == Key::completion) {
-                completion_ = value;
-            } else if (name == Key::total) {
-                total_ = value;
-            }
-        } while (take(','));
-        return take('}');
-    }
-
-    const char* p_;
-    const char* const end_;
-    std::optional<uint64_t> prompt_, completion_, cached_, total_;
-};
-
-// The usage member's value: the plain reader first, simdjson for any other spelling.
+// The usage member's value the tail walk cut out.
 std::optional<UsageCounts> readUsageMember(std::string_view value) noexcept {
-    if (UsageCounts counts; PlainUsage(value).read(counts)) return counts;
-    return threadReader().read(value, readUsageDocument);
+    return readUsageObject(value, true, [value] {
+        return threadReader().read(value, [](od::document& doc, std::string_view) { return readUsageDocument(doc); });
+    });
 }
 
 std::optional<Usage> judged(const std::optional<UsageCounts>& counts, const UsageCheck& check) {
     return counts ? usageOf(*counts, check) : std::nullopt;
+}
+
+// The usage of the whole document `json`.
+template <UsageRead how>
+std::optional<Usage> wholeUsage(std::string_view json, const UsageCheck& check) noexcept {
+    auto facts = usageFacts<how>(json);
+    return facts ? judged(facts->usage, check) : std::nullopt;
 }
 
 }  // namespace
@@ -605,7 +648,7 @@ std::optional<Usage> usageOf(const UsageCounts& counts, const UsageCheck& check)
 std::optional<Usage> parseUsageJson(std::string_view json, const UsageCheck& check) noexcept {
     const TailMember tail = TailWalk(json).lastUsage();
     if (tail.kind == TailMember::Kind::none) return std::nullopt;
-    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json, check);
+    if (tail.kind == TailMember::Kind::unsure) return wholeUsage<UsageRead::plain_first>(json, check);
     return judged(readUsageMember(tail.value), check);
 }
 
@@ -615,12 +658,11 @@ std::optional<Usage> parseUsageJsonEnd(std::string_view end, const UsageCheck& c
 }
 
 std::optional<Usage> readWholeUsage(std::string_view json, const UsageCheck& check) noexcept {
-    auto facts = usageFacts(json);
-    return facts ? judged(facts->usage, check) : std::nullopt;
+    return wholeUsage<UsageRead::on_demand>(json, check);
 }
 
 bool isUsageOnlyChunk(std::string_view json) noexcept {
-    auto facts = usageFacts(json);
+    auto facts = usageFacts<UsageRead::plain_first>(json);
     return facts && facts->empty_choices && facts->usage && usageOf(*facts->usage);
 }
 
@@ -662,7 +704,7 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
         return false;
     }
     const std::string data = sseEventData(event);
-    auto facts = usageFacts(data);
+    auto facts = usageFacts<UsageRead::plain_first>(data);
     if (!facts) return false;
     std::optional<Usage> usage;
     if (facts->usage) {
