@@ -373,7 +373,7 @@ bool endsThere(od::document& doc) {
 // What one JSON document says: its usage, and whether it is the usage-only
 // chunk. Read by simdjson On Demand, with no pre-check for a usage key: a
 // vLLM answer always carries one, so a search for it would never spare a
-// parse (docs/BENCHMARKS.md, "Usage reader").
+// parse.
 struct UsageFacts {
     std::optional<UsageCounts> usage;  // none when absent or malformed
     bool empty_choices = false;        // "choices": []
