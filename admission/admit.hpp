@@ -1,6 +1,6 @@
 #pragma once
-// Admission: judges one request body against the limits, in the order of
-// issue 4 (size, shape, model, images, output budget, window, tokenizer),
+// Admission: judges one request body against the limits, in this order
+// (size, shape, model, images, output budget, window, tokenizer),
 // and answers with a Verdict. A refusal quotes at most kMaxJsonPathBytes of
 // a path and a few kilobytes of message, whatever the request holds.
 //

@@ -27,8 +27,8 @@ namespace {
 constexpr std::size_t kShrinkAboveBytes = 32u << 20;
 
 // A JSON path ("messages[3].content[1].image_url"), rendered to text only
-// when an error names it: building it per field was a heap string per
-// message on every request.
+// when an error names it: building it per field would cost a heap string
+// per message on every request.
 class Path {
 public:
     Path(const char* root) : key_(root) {}       // NOLINT(google-explicit-constructor): literals name top-level fields
@@ -60,8 +60,6 @@ private:
     std::size_t index_ = 0;
     bool is_index_ = false;
 };
-
-Path at(const Path& path, std::size_t index) { return path.index(index); }
 
 ScanError fail(const Path& path, std::string_view what) {
     ScanError error;
@@ -117,6 +115,46 @@ std::optional<ScanError> typeOf(od::value& value, const Path& path, od::json_typ
         if (auto error = value.is_null().get(null)) return jsonError(path, error);
         if (!null) return fail(path, "malformed JSON (invalid literal: expected true, false or null)");
     }
+    return std::nullopt;
+}
+
+// Calls on_member(key, value) for each member of the object `source` holds
+// (an od::value or the od::document), in order, and returns the first
+// refusal on_member returns. `path` is the object's: it names an error in
+// the object's own syntax.
+template <typename Source, typename OnMember>
+std::optional<ScanError> forEachMember(Source& source, const Path& path, OnMember&& on_member) {
+    od::object object;
+    if (auto error = source.get_object().get(object)) return jsonError(path, error);
+    for (auto field_result : object) {
+        od::field field;
+        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
+        std::string_view key;
+        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
+        od::value value = field.value();
+        if (auto refusal = on_member(key, value)) return refusal;
+    }
+    return std::nullopt;
+}
+
+// Calls on_element(element, element_path) for each element of the array
+// `value` holds, in order, and returns the first refusal on_element
+// returns. `*count` (when given) receives the number of elements, once all
+// are read.
+template <typename OnElement>
+std::optional<ScanError> forEachElement(od::value& value, const Path& path, OnElement&& on_element,
+                                        std::size_t* count = nullptr) {
+    od::array array;
+    if (auto error = value.get_array().get(array)) return jsonError(path, error);
+    std::size_t index = 0;
+    for (auto element_result : array) {
+        const Path element_path = path.index(index);
+        od::value element;
+        if (auto error = std::move(element_result).get(element)) return jsonError(element_path, error);
+        if (auto refusal = on_element(element, element_path)) return refusal;
+        ++index;
+    }
+    if (count != nullptr) *count = index;
     return std::nullopt;
 }
 
@@ -225,25 +263,18 @@ std::optional<ScanError> checkImageUrl(od::value& value, const Path& path) {
     if (auto error = typeOf(value, path, type)) return error;
     if (type == od::json_type::string) return checkUnread(value, path);
     if (type != od::json_type::object) return fail(path, "must be an object with a string url");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     bool has_url = false;
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key != "url") {
-            if (auto error = checkUnread(field_value, path.field(key))) return error;
-            continue;
-        }
-        od::json_type url_type;
-        if (auto error = typeOf(field_value, path.field("url"), url_type)) return error;
-        if (url_type != od::json_type::string) return fail(path.field("url"), "must be a string");
-        if (auto error = checkUnread(field_value, path.field("url"))) return error;
-        has_url = true;
-    }
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key != "url") return checkUnread(field_value, path.field(key));
+            od::json_type url_type;
+            if (auto error = typeOf(field_value, path.field("url"), url_type)) return error;
+            if (url_type != od::json_type::string) return fail(path.field("url"), "must be a string");
+            if (auto error = checkUnread(field_value, path.field("url"))) return error;
+            has_url = true;
+            return std::nullopt;
+        });
+    if (error) return error;
     if (!has_url) return fail(path.field("url"), "missing (an image part needs image_url.url)");
     return std::nullopt;
 }
@@ -284,36 +315,29 @@ std::optional<ScanError> readJsonValue(od::value& value, const Path& path, jinja
             return std::nullopt;
         }
         case od::json_type::array: {
-            od::array array;
-            if (auto error = value.get_array().get(array)) return jsonError(path, error);
             jinja::ListBuilder list(arena);
-            std::size_t index = 0;
-            for (auto element_result : array) {
-                od::value element;
-                if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-                jinja::Value item;
-                if (auto error = readJsonValue(element, at(path, index), arena, item, levels_left - 1)) return error;
-                list.push(item);
-                ++index;
-            }
+            auto error = forEachElement(
+                value, path, [&](od::value& element, const Path& element_path) -> std::optional<ScanError> {
+                    jinja::Value item;
+                    if (auto error = readJsonValue(element, element_path, arena, item, levels_left - 1)) return error;
+                    list.push(item);
+                    return std::nullopt;
+                });
+            if (error) return error;
             out = list.finish();
             return std::nullopt;
         }
         case od::json_type::object: {
-            od::object object;
-            if (auto error = value.get_object().get(object)) return jsonError(path, error);
             jinja::DictBuilder dict(arena);
-            for (auto field_result : object) {
-                od::field field;
-                if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-                std::string_view key;
-                if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-                od::value field_value = field.value();
-                jinja::Value item;
-                if (auto error = readJsonValue(field_value, path.field(key), arena, item, levels_left - 1))
-                    return error;
-                dict.set(key, item);
-            }
+            auto error = forEachMember(
+                value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+                    jinja::Value item;
+                    if (auto error = readJsonValue(field_value, path.field(key), arena, item, levels_left - 1))
+                        return error;
+                    dict.set(key, item);
+                    return std::nullopt;
+                });
+            if (error) return error;
             out = dict.finish();
             return std::nullopt;
         }
@@ -339,8 +363,6 @@ std::optional<ScanError> readContentPart(od::value& value, const Path& path, Cha
         return std::nullopt;
     }
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     std::string_view part_type;
     bool has_type = false;
     // Text of the keys a text-like part may carry; which one counts depends on the type.
@@ -348,34 +370,29 @@ std::optional<ScanError> readContentPart(od::value& value, const Path& path, Cha
     bool has_text[3] = {false, false, false};
     constexpr std::string_view kTextKeys[3] = {"text", "refusal", "thinking"};
     bool has_image_url = false;
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "type") {
-            if (auto error = readString(field_value, path.field("type"), part_type)) return error;
-            has_type = true;
-            continue;
-        }
-        if (key == "image_url") {
-            if (auto error = checkImageUrl(field_value, path.field("image_url"))) return error;
-            has_image_url = true;
-            continue;
-        }
-        const auto k = static_cast<std::size_t>(std::find(kTextKeys, kTextKeys + 3, key) - kTextKeys);
-        if (k == 3) {
-            if (auto error = checkUnread(field_value, path.field(key))) return error;
-            continue;
-        }
-        od::json_type text_type;
-        if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
-        if (text_type == od::json_type::null) continue;
-        if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
-        if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
-        has_text[k] = true;
-    }
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "type") {
+                if (auto error = readString(field_value, path.field("type"), part_type)) return error;
+                has_type = true;
+                return std::nullopt;
+            }
+            if (key == "image_url") {
+                if (auto error = checkImageUrl(field_value, path.field("image_url"))) return error;
+                has_image_url = true;
+                return std::nullopt;
+            }
+            const auto k = static_cast<std::size_t>(std::find(kTextKeys, kTextKeys + 3, key) - kTextKeys);
+            if (k == 3) return checkUnread(field_value, path.field(key));
+            od::json_type text_type;
+            if (auto error = typeOf(field_value, path.field(key), text_type)) return error;
+            if (text_type == od::json_type::null) return std::nullopt;
+            if (text_type != od::json_type::string) return fail(path.field(key), "must be a string");
+            if (auto error = field_value.get_string().get(texts[k])) return jsonError(path.field(key), error);
+            has_text[k] = true;
+            return std::nullopt;
+        });
+    if (error) return error;
     if (!has_type) return fail(path.field("type"), "missing");
     if (auto text_key = textKeyOf(part_type)) {
         const std::size_t k = *text_key == "text" ? 0 : *text_key == "refusal" ? 1 : 2;
@@ -410,16 +427,9 @@ std::optional<ScanError> readContent(od::value& value, const Path& path, ChatMes
         return std::nullopt;
     }
     if (type != od::json_type::array) return fail(path, "must be a string, an array of parts or null");
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
-    std::size_t index = 0;
-    for (auto element_result : array) {
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-        if (auto error = readContentPart(element, at(path, index), message)) return error;
-        ++index;
-    }
-    return std::nullopt;
+    return forEachElement(value, path, [&](od::value& element, const Path& element_path) {
+        return readContentPart(element, element_path, message);
+    });
 }
 
 // A tool call's `arguments` as vLLM passes it to the template: a JSON string
@@ -451,28 +461,24 @@ std::optional<ScanError> readFunction(od::value& value, const Path& path, jinja:
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     bool has_name = false;
     std::string_view name;
     bool has_arguments = false;
     jinja::Value arguments;
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "name") {
-            if (auto error = readString(field_value, path.field("name"), name)) return error;
-            has_name = true;
-        } else if (key == "arguments") {
-            if (auto error = readArguments(field_value, path.field("arguments"), arena, arguments)) return error;
-            has_arguments = true;
-        } else if (auto error = checkUnread(field_value, path.field(key))) {
-            return error;
-        }
-    }
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "name") {
+                if (auto error = readString(field_value, path.field("name"), name)) return error;
+                has_name = true;
+            } else if (key == "arguments") {
+                if (auto error = readArguments(field_value, path.field("arguments"), arena, arguments)) return error;
+                has_arguments = true;
+            } else {
+                return checkUnread(field_value, path.field(key));
+            }
+            return std::nullopt;
+        });
+    if (error) return error;
     if (!has_name) return fail(path.field("name"), "must be a string");
     // pydantic rebuilds the function in its fields' order: arguments, name.
     jinja::DictBuilder function(arena, 2);
@@ -486,32 +492,28 @@ std::optional<ScanError> readToolCall(od::value& value, const Path& path, jinja:
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     jinja::Value id;
     jinja::Value function;
     jinja::Value call_type;
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "id") {
-            std::string_view text;
-            bool present = false;
-            if (auto error = readOptionalString(field_value, path.field("id"), text, present)) return error;
-            id = present ? jinja::Value::string(text) : jinja::Value::none();
-        } else if (key == "type") {
-            std::string_view text;
-            if (auto error = readString(field_value, path.field("type"), text)) return error;
-            call_type = jinja::Value::string(text);
-        } else if (key == "function") {
-            if (auto error = readFunction(field_value, path.field("function"), arena, function)) return error;
-        } else if (auto error = checkUnread(field_value, path.field(key))) {
-            return error;
-        }
-    }
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "id") {
+                std::string_view text;
+                bool present = false;
+                if (auto error = readOptionalString(field_value, path.field("id"), text, present)) return error;
+                id = present ? jinja::Value::string(text) : jinja::Value::none();
+            } else if (key == "type") {
+                std::string_view text;
+                if (auto error = readString(field_value, path.field("type"), text)) return error;
+                call_type = jinja::Value::string(text);
+            } else if (key == "function") {
+                return readFunction(field_value, path.field("function"), arena, function);
+            } else {
+                return checkUnread(field_value, path.field(key));
+            }
+            return std::nullopt;
+        });
+    if (error) return error;
     if (call_type.isUndefined()) return fail(path.field("type"), "must be a string");
     if (function.isUndefined())
         return fail(path.field("function"), "missing (a tool call needs function.name and function.arguments)");
@@ -530,20 +532,20 @@ std::optional<ScanError> readToolCalls(od::value& value, const Path& path, jinja
     message.has_tool_calls = false;
     if (type == od::json_type::null) return std::nullopt;
     if (type != od::json_type::array) return fail(path, "must be an array");
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
     jinja::ListBuilder calls(arena);
-    std::size_t index = 0;
-    for (auto element_result : array) {
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-        jinja::Value call;
-        if (auto error = readToolCall(element, at(path, index), arena, call)) return error;
-        calls.push(call);
-        ++index;
-    }
+    std::size_t count = 0;
+    auto error = forEachElement(
+        value, path,
+        [&](od::value& element, const Path& element_path) -> std::optional<ScanError> {
+            jinja::Value call;
+            if (auto error = readToolCall(element, element_path, arena, call)) return error;
+            calls.push(call);
+            return std::nullopt;
+        },
+        &count);
+    if (error) return error;
     // vLLM drops an empty list, keeping templates on their plain-assistant path.
-    message.has_tool_calls = index > 0;
+    message.has_tool_calls = count > 0;
     message.tool_calls = calls.finish();
     return std::nullopt;
 }
@@ -552,52 +554,48 @@ std::optional<ScanError> readMessage(od::value& value, const Path& path, jinja::
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     bool has_role = false;
     bool has_reasoning = false;  // `reasoning` wins over `reasoning_content`
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "role") {
-            if (auto error = readString(field_value, path.field("role"), message.role)) return error;
-            has_role = true;
-        } else if (key == "content") {
-            if (auto error = readContent(field_value, path.field("content"), message)) return error;
-        } else if (key == "tool_calls") {
-            if (auto error = readToolCalls(field_value, path.field("tool_calls"), arena, message)) return error;
-        } else if (key == "tool_call_id") {
-            bool present = false;
-            std::string_view id;
-            if (auto error = readOptionalString(field_value, path.field("tool_call_id"), id, present)) return error;
-            message.has_tool_call_id = true;
-            message.tool_call_id = present ? jinja::Value::string(id) : jinja::Value::none();
-        } else if (key == "name") {
-            od::json_type name_type;
-            if (auto error = typeOf(field_value, path.field("name"), name_type)) return error;
-            message.has_name = name_type == od::json_type::string;
-            if (message.has_name) {
-                if (auto error = field_value.get_string().get(message.name))
-                    return jsonError(path.field("name"), error);
-            } else if (auto error = checkUnread(field_value, path.field("name"))) {
-                return error;
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "role") {
+                if (auto error = readString(field_value, path.field("role"), message.role)) return error;
+                has_role = true;
+            } else if (key == "content") {
+                return readContent(field_value, path.field("content"), message);
+            } else if (key == "tool_calls") {
+                return readToolCalls(field_value, path.field("tool_calls"), arena, message);
+            } else if (key == "tool_call_id") {
+                bool present = false;
+                std::string_view id;
+                if (auto error = readOptionalString(field_value, path.field("tool_call_id"), id, present)) return error;
+                message.has_tool_call_id = true;
+                message.tool_call_id = present ? jinja::Value::string(id) : jinja::Value::none();
+            } else if (key == "name") {
+                od::json_type name_type;
+                if (auto error = typeOf(field_value, path.field("name"), name_type)) return error;
+                message.has_name = name_type == od::json_type::string;
+                if (message.has_name) {
+                    if (auto error = field_value.get_string().get(message.name))
+                        return jsonError(path.field("name"), error);
+                } else {
+                    return checkUnread(field_value, path.field("name"));
+                }
+            } else if (key == "reasoning" || key == "reasoning_content") {
+                std::string_view text;
+                bool present = false;
+                if (auto error = readOptionalString(field_value, path.field(key), text, present)) return error;
+                if (present && (key == "reasoning" || !has_reasoning)) {
+                    message.has_reasoning = true;
+                    message.reasoning = text;
+                    has_reasoning = key == "reasoning";
+                }
+            } else {
+                return checkUnread(field_value, path.field(key));
             }
-        } else if (key == "reasoning" || key == "reasoning_content") {
-            std::string_view text;
-            bool present = false;
-            if (auto error = readOptionalString(field_value, path.field(key), text, present)) return error;
-            if (present && (key == "reasoning" || !has_reasoning)) {
-                message.has_reasoning = true;
-                message.reasoning = text;
-                has_reasoning = key == "reasoning";
-            }
-        } else if (auto error = checkUnread(field_value, path.field(key))) {
-            return error;
-        }
-    }
+            return std::nullopt;
+        });
+    if (error) return error;
     if (!has_role) return fail(path.field("role"), "missing");
     return std::nullopt;
 }
@@ -607,19 +605,18 @@ std::optional<ScanError> readMessages(od::value& value, jinja::Arena& arena, Cha
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::array) return fail(path, "must be an array");
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
-    std::size_t index = 0;
     // One allocation for a short conversation, not one per doubling.
     chat.messages.reserve(8);
-    for (auto element_result : array) {
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-        chat.messages.emplace_back();
-        if (auto error = readMessage(element, at(path, index), arena, chat.messages.back())) return error;
-        ++index;
-    }
-    if (index == 0) return fail(path, "must contain at least one message");
+    std::size_t count = 0;
+    auto error = forEachElement(
+        value, path,
+        [&](od::value& element, const Path& element_path) {
+            chat.messages.emplace_back();
+            return readMessage(element, element_path, arena, chat.messages.back());
+        },
+        &count);
+    if (error) return error;
+    if (count == 0) return fail(path, "must contain at least one message");
     return std::nullopt;
 }
 
@@ -631,8 +628,6 @@ std::optional<ScanError> readTool(od::value& value, const Path& path, jinja::Are
     od::json_type type;
     if (auto error = typeOf(value, path, type)) return error;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     bool has_function = false;
     jinja::Value description = jinja::Value::none();
     jinja::Value parameters = jinja::Value::none();
@@ -650,64 +645,54 @@ std::optional<ScanError> readTool(od::value& value, const Path& path, jinja::Are
         target = jinja::Value::boolean(b);
         return std::nullopt;
     };
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "type") {
-            std::string_view tool_type;
-            if (auto error = readString(field_value, path.field("type"), tool_type)) return error;
-            if (tool_type != "function") return fail(path.field("type"), "must be \"function\"");
-        } else if (key == "defer_loading") {
-            if (auto error = readOptionalBoolValue(field_value, path.field("defer_loading"), tool_defer)) return error;
-        } else if (key == "function") {
-            const Path fpath = path.field("function");
-            od::json_type ftype;
-            if (auto error = typeOf(field_value, fpath, ftype)) return error;
-            if (ftype != od::json_type::object) return fail(fpath, "must be an object");
-            od::object function;
-            if (auto error = field_value.get_object().get(function)) return jsonError(fpath, error);
-            for (auto ffield_result : function) {
-                od::field ffield;
-                if (auto error = std::move(ffield_result).get(ffield)) return jsonError(fpath, error);
-                std::string_view fkey;
-                if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(fpath, error);
-                od::value fvalue = ffield.value();
-                if (fkey == "name") {
-                    if (auto error = readString(fvalue, fpath.field("name"), name)) return error;
-                    has_name = true;
-                } else if (fkey == "description") {
-                    std::string_view text;
-                    bool present = false;
-                    if (auto error = readOptionalString(fvalue, fpath.field("description"), text, present))
-                        return error;
-                    description = present ? jinja::Value::string(text) : jinja::Value::none();
-                } else if (fkey == "parameters") {
-                    od::json_type ptype;
-                    if (auto error = typeOf(fvalue, fpath.field("parameters"), ptype)) return error;
-                    if (ptype != od::json_type::null && ptype != od::json_type::object) {
-                        return fail(fpath.field("parameters"), "must be an object (a JSON schema) or null");
-                    }
-                    if (auto error =
-                            readJsonValue(fvalue, fpath.field("parameters"), arena, parameters, kMaxJsonDepthCap))
-                        return error;
-                } else if (fkey == "strict") {
-                    if (auto error = readOptionalBoolValue(fvalue, fpath.field("strict"), strict)) return error;
-                } else if (fkey == "defer_loading") {
-                    if (auto error = readOptionalBoolValue(fvalue, fpath.field("defer_loading"), function_defer))
-                        return error;
-                } else if (auto error = checkUnread(fvalue, fpath.field(fkey))) {
-                    return error;
-                }
+    // The function definition's members.
+    const Path fpath = path.field("function");
+    const auto readFunctionMember = [&](std::string_view fkey, od::value& fvalue) -> std::optional<ScanError> {
+        if (fkey == "name") {
+            if (auto error = readString(fvalue, fpath.field("name"), name)) return error;
+            has_name = true;
+        } else if (fkey == "description") {
+            std::string_view text;
+            bool present = false;
+            if (auto error = readOptionalString(fvalue, fpath.field("description"), text, present)) return error;
+            description = present ? jinja::Value::string(text) : jinja::Value::none();
+        } else if (fkey == "parameters") {
+            od::json_type ptype;
+            if (auto error = typeOf(fvalue, fpath.field("parameters"), ptype)) return error;
+            if (ptype != od::json_type::null && ptype != od::json_type::object) {
+                return fail(fpath.field("parameters"), "must be an object (a JSON schema) or null");
             }
-            if (!has_name) return fail(fpath.field("name"), "missing (a tool needs function.name)");
-            has_function = true;
-        } else if (auto error = checkUnread(field_value, path.field(key))) {
-            return error;
+            return readJsonValue(fvalue, fpath.field("parameters"), arena, parameters, kMaxJsonDepthCap);
+        } else if (fkey == "strict") {
+            return readOptionalBoolValue(fvalue, fpath.field("strict"), strict);
+        } else if (fkey == "defer_loading") {
+            return readOptionalBoolValue(fvalue, fpath.field("defer_loading"), function_defer);
+        } else {
+            return checkUnread(fvalue, fpath.field(fkey));
         }
-    }
+        return std::nullopt;
+    };
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "type") {
+                std::string_view tool_type;
+                if (auto error = readString(field_value, path.field("type"), tool_type)) return error;
+                if (tool_type != "function") return fail(path.field("type"), "must be \"function\"");
+            } else if (key == "defer_loading") {
+                return readOptionalBoolValue(field_value, path.field("defer_loading"), tool_defer);
+            } else if (key == "function") {
+                od::json_type ftype;
+                if (auto error = typeOf(field_value, fpath, ftype)) return error;
+                if (ftype != od::json_type::object) return fail(fpath, "must be an object");
+                if (auto error = forEachMember(field_value, fpath, readFunctionMember)) return error;
+                if (!has_name) return fail(fpath.field("name"), "missing (a tool needs function.name)");
+                has_function = true;
+            } else {
+                return checkUnread(field_value, path.field(key));
+            }
+            return std::nullopt;
+        });
+    if (error) return error;
     if (!has_function) return fail(path.field("function"), "missing (a tool needs a function definition)");
     if (function_defer.isNone()) function_defer = tool_defer;
     jinja::DictBuilder function(arena, 5);
@@ -734,41 +719,39 @@ std::optional<ScanError> readTools(od::value& value, jinja::Arena& arena, ChatRe
         return std::nullopt;
     }
     if (type != od::json_type::array) return fail(path, "must be an array of tools or null");
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
     jinja::ListBuilder tools(arena);
-    std::size_t index = 0;
-    for (auto element_result : array) {
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-        jinja::Value tool;
-        std::string_view name;
-        if (auto error = readTool(element, at(path, index), arena, tool, name)) return error;
-        tools.push(tool);
-        names.push_back(name);
-        ++index;
-    }
+    auto error =
+        forEachElement(value, path, [&](od::value& element, const Path& element_path) -> std::optional<ScanError> {
+            jinja::Value tool;
+            std::string_view name;
+            if (auto error = readTool(element, element_path, arena, tool, name)) return error;
+            tools.push(tool);
+            names.push_back(name);
+            return std::nullopt;
+        });
+    if (error) return error;
     chat.tools = tools.finish();
     return std::nullopt;
 }
 
 std::optional<ScanError> readTokenIds(od::value& value, const Path& path, std::uint64_t& count) {
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
-    std::size_t index = 0;
-    for (auto element_result : array) {
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(at(path, index), error);
-        std::uint64_t id = 0;
-        od::json_type type;
-        if (auto error = typeOf(element, at(path, index), type)) return error;
-        if (type != od::json_type::number || element.get_uint64().get(id) != simdjson::SUCCESS || id > 0xffffffffu) {
-            return fail(at(path, index), "must be a token id (a non-negative integer)");
-        }
-        ++index;
-    }
-    if (index == 0) return fail(path, "must not be empty");
-    count = index;
+    std::size_t ids = 0;
+    auto error = forEachElement(
+        value, path,
+        [](od::value& element, const Path& element_path) -> std::optional<ScanError> {
+            std::uint64_t id = 0;
+            od::json_type type;
+            if (auto error = typeOf(element, element_path, type)) return error;
+            if (type != od::json_type::number || element.get_uint64().get(id) != simdjson::SUCCESS ||
+                id > 0xffffffffu) {
+                return fail(element_path, "must be a token id (a non-negative integer)");
+            }
+            return std::nullopt;
+        },
+        &ids);
+    if (error) return error;
+    if (ids == 0) return fail(path, "must not be empty");
+    count = ids;
     return std::nullopt;
 }
 
@@ -783,37 +766,37 @@ std::optional<ScanError> readPrompt(od::value& value, ScannedRequest& out) {
         return readString(value, path, out.prompt_texts.back());
     }
     if (type != od::json_type::array) return fail(path, "must be a string, an array of strings or of token ids");
-    od::array array;
-    if (auto error = value.get_array().get(array)) return jsonError(path, error);
-    std::size_t index = 0;
-    od::json_type first_type = od::json_type::null;
+    std::optional<od::json_type> first_type;
     std::uint64_t flat_ids = 0;
-    for (auto element_result : array) {
-        const Path element_path = at(path, index);
-        od::value element;
-        if (auto error = std::move(element_result).get(element)) return jsonError(element_path, error);
-        od::json_type element_type;
-        if (auto error = typeOf(element, element_path, element_type)) return error;
-        if (index == 0) first_type = element_type;
-        if (element_type != first_type) return fail(element_path, "must have the type of prompt[0]");
-        if (element_type == od::json_type::string) {
-            out.prompt_texts.emplace_back();
-            if (auto error = readString(element, element_path, out.prompt_texts.back())) return error;
-        } else if (element_type == od::json_type::number) {
-            std::uint64_t id = 0;
-            if (element.get_uint64().get(id) != simdjson::SUCCESS || id > 0xffffffffu) {
-                return fail(element_path, "must be a token id (a non-negative integer)");
+    std::size_t count = 0;
+    auto error = forEachElement(
+        value, path,
+        [&](od::value& element, const Path& element_path) -> std::optional<ScanError> {
+            od::json_type element_type;
+            if (auto error = typeOf(element, element_path, element_type)) return error;
+            if (!first_type) first_type = element_type;
+            if (element_type != *first_type) return fail(element_path, "must have the type of prompt[0]");
+            if (element_type == od::json_type::string) {
+                out.prompt_texts.emplace_back();
+                return readString(element, element_path, out.prompt_texts.back());
             }
-            ++flat_ids;
-        } else if (element_type == od::json_type::array) {
-            out.prompt_id_counts.emplace_back();
-            if (auto error = readTokenIds(element, element_path, out.prompt_id_counts.back())) return error;
-        } else {
+            if (element_type == od::json_type::number) {
+                std::uint64_t id = 0;
+                if (element.get_uint64().get(id) != simdjson::SUCCESS || id > 0xffffffffu) {
+                    return fail(element_path, "must be a token id (a non-negative integer)");
+                }
+                ++flat_ids;
+                return std::nullopt;
+            }
+            if (element_type == od::json_type::array) {
+                out.prompt_id_counts.emplace_back();
+                return readTokenIds(element, element_path, out.prompt_id_counts.back());
+            }
             return fail(element_path, "must be a string, a token id or an array of token ids");
-        }
-        ++index;
-    }
-    if (index == 0) return fail(path, "must not be empty");
+        },
+        &count);
+    if (error) return error;
+    if (count == 0) return fail(path, "must not be empty");
     if (flat_ids > 0) out.prompt_id_counts.push_back(flat_ids);
     return std::nullopt;
 }
@@ -824,21 +807,10 @@ std::optional<ScanError> readStreamOptions(od::value& value, ScannedRequest& out
     if (auto error = typeOf(value, path, type)) return error;
     if (type == od::json_type::null) return std::nullopt;
     if (type != od::json_type::object) return fail(path, "must be an object");
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key != "include_usage") {
-            if (auto error = checkUnread(field_value, path.field(key))) return error;
-            continue;
-        }
-        if (auto error = readOptionalBool(field_value, path.field("include_usage"), out.include_usage)) return error;
-    }
-    return std::nullopt;
+    return forEachMember(value, path, [&](std::string_view key, od::value& field_value) {
+        if (key != "include_usage") return checkUnread(field_value, path.field(key));
+        return readOptionalBool(field_value, path.field("include_usage"), out.include_usage);
+    });
 }
 
 // `n` as sent, an integer >= 1; admission holds it to limits.max_n (one
@@ -885,45 +857,32 @@ std::optional<ScanError> readToolChoice(od::value& value, ScannedRequest& out) {
             path,
             "must be \"none\", \"auto\", \"required\" or {\"type\": \"function\", \"function\": {\"name\": ...}}");
     }
-    od::object object;
-    if (auto error = value.get_object().get(object)) return jsonError(path, error);
     bool has_name = false;
-    for (auto field_result : object) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError(path, error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError(path, error);
-        od::value field_value = field.value();
-        if (key == "type") {
-            std::string_view choice_type;
-            if (auto error = readString(field_value, path.field("type"), choice_type)) return error;
-            if (choice_type != "function") return fail(path.field("type"), "must be \"function\"");
-        } else if (key == "function") {
-            od::json_type ftype;
-            if (auto error = typeOf(field_value, path.field("function"), ftype)) return error;
-            if (ftype != od::json_type::object) return fail(path.field("function"), "must be an object with a name");
-            od::object function;
-            if (auto error = field_value.get_object().get(function)) return jsonError(path.field("function"), error);
-            for (auto ffield_result : function) {
-                od::field ffield;
-                if (auto error = std::move(ffield_result).get(ffield)) return jsonError(path.field("function"), error);
-                std::string_view fkey;
-                if (auto error = ffield.unescaped_key().get(fkey)) return jsonError(path.field("function"), error);
-                od::value fvalue = ffield.value();
-                if (fkey != "name") {
-                    if (auto error = checkUnread(fvalue, path.field("function").field(fkey))) return error;
-                    continue;
-                }
-                if (auto error = readString(fvalue, path.field("function").field("name"), out.tool_choice_name))
-                    return error;
-                has_name = !out.tool_choice_name.empty();
+    const Path fpath = path.field("function");
+    const auto readFunctionMember = [&](std::string_view fkey, od::value& fvalue) -> std::optional<ScanError> {
+        if (fkey != "name") return checkUnread(fvalue, fpath.field(fkey));
+        if (auto error = readString(fvalue, fpath.field("name"), out.tool_choice_name)) return error;
+        has_name = !out.tool_choice_name.empty();
+        return std::nullopt;
+    };
+    auto error =
+        forEachMember(value, path, [&](std::string_view key, od::value& field_value) -> std::optional<ScanError> {
+            if (key == "type") {
+                std::string_view choice_type;
+                if (auto error = readString(field_value, path.field("type"), choice_type)) return error;
+                if (choice_type != "function") return fail(path.field("type"), "must be \"function\"");
+                return std::nullopt;
             }
-        } else if (auto error = checkUnread(field_value, path.field(key))) {
-            return error;
-        }
-    }
-    if (!has_name)
-        return fail(path.field("function").field("name"), "missing (a named tool choice needs function.name)");
+            if (key == "function") {
+                od::json_type ftype;
+                if (auto error = typeOf(field_value, fpath, ftype)) return error;
+                if (ftype != od::json_type::object) return fail(fpath, "must be an object with a name");
+                return forEachMember(field_value, fpath, readFunctionMember);
+            }
+            return checkUnread(field_value, path.field(key));
+        });
+    if (error) return error;
+    if (!has_name) return fail(fpath.field("name"), "missing (a named tool choice needs function.name)");
     out.tool_choice = ToolChoice::named;
     return std::nullopt;
 }
@@ -953,10 +912,10 @@ std::optional<ScanError> readDocuments(od::value& value, jinja::Arena& arena, Ch
     if (auto error = readJsonValue(value, path, arena, chat.documents, kMaxJsonDepthCap)) return error;
     std::size_t index = 0;
     for (const jinja::Value& document : chat.documents.asList()) {
-        if (!document.isDict()) return fail(at(path, index), "must be an object of strings");
+        if (!document.isDict()) return fail(path.index(index), "must be an object of strings");
         for (std::size_t k = 0; k < document.asDict().size; ++k) {
             if (!document.asDict().values[k].isString()) {
-                return fail(at(path, index).field(document.asDict().keys[k].text()), "must be a string");
+                return fail(path.index(index).field(document.asDict().keys[k].text()), "must be a string");
             }
         }
         ++index;
@@ -1049,104 +1008,100 @@ std::optional<ScanError> scanDocument(od::document& doc, std::string_view body, 
     if (doc.current_location().get(location) == simdjson::SUCCESS) {
         out.open_brace_offset = static_cast<std::size_t>(location - body.data());
     }
-    od::object root;
-    if (auto error = doc.get_object().get(root)) return jsonError("body", error);
     unsigned seen = 0;
     const bool chat = endpoint == Endpoint::chat_completions;
     std::vector<std::string_view> tool_names;
-    for (auto field_result : root) {
-        od::field field;
-        if (auto error = std::move(field_result).get(field)) return jsonError("body", error);
-        std::string_view key;
-        if (auto error = field.unescaped_key().get(key)) return jsonError("body", error);
-        od::value value = field.value();
-        unsigned bit = 0;
-        std::optional<ScanError> error;
-        if (key == "model") {
-            bit = kModel;
-            error = readString(value, "model", out.model);
-            out.has_model = true;
-        } else if (key == "messages" && chat) {
-            bit = kMessages;
-            error = readMessages(value, arena, out.chat);
-        } else if (key == "prompt" && !chat) {
-            bit = kPrompt;
-            error = readPrompt(value, out);
-        } else if (key == "max_tokens") {
-            bit = kMaxTokens;
-            error = readInteger(value, "max_tokens", out.max_tokens);
-        } else if (key == "max_completion_tokens" && chat) {
-            bit = kMaxCompletionTokens;
-            error = readInteger(value, "max_completion_tokens", out.max_completion_tokens);
-        } else if (key == "stream") {
-            bit = kStream;
-            error = readOptionalBool(value, "stream", out.stream);
-        } else if (key == "stream_options") {
-            bit = kStreamOptions;
-            out.has_stream_options = true;
-            error = readStreamOptions(value, out);
-        } else if (key == "prompt_cache_key") {
-            bit = kPromptCacheKey;
-            error = readOptionalString(value, "prompt_cache_key", out.prompt_cache_key, out.has_prompt_cache_key);
-        } else if (key == "user") {
-            bit = kUser;
-            bool present = false;
-            error = readOptionalString(value, "user", out.user, present);
-        } else if (key == "n") {
-            bit = kN;
-            error = readN(value, out);
-        } else if (chat && key == "tools") {
-            bit = kTools;
-            const char* start = value.raw_json_token().data();
-            error = readTools(value, arena, out.chat, tool_names);
-            const char* end = nullptr;
-            if (!error && !out.chat.tools.isNone() && doc.current_location().get(end) == simdjson::SUCCESS &&
-                end > start) {
-                out.chat.tools_json = trimmed(std::string_view(start, static_cast<std::size_t>(end - start)));
+    auto root_error =
+        forEachMember(doc, "body", [&](std::string_view key, od::value& value) -> std::optional<ScanError> {
+            unsigned bit = 0;
+            std::optional<ScanError> error;
+            if (key == "model") {
+                bit = kModel;
+                error = readString(value, "model", out.model);
+                out.has_model = true;
+            } else if (key == "messages" && chat) {
+                bit = kMessages;
+                error = readMessages(value, arena, out.chat);
+            } else if (key == "prompt" && !chat) {
+                bit = kPrompt;
+                error = readPrompt(value, out);
+            } else if (key == "max_tokens") {
+                bit = kMaxTokens;
+                error = readInteger(value, "max_tokens", out.max_tokens);
+            } else if (key == "max_completion_tokens" && chat) {
+                bit = kMaxCompletionTokens;
+                error = readInteger(value, "max_completion_tokens", out.max_completion_tokens);
+            } else if (key == "stream") {
+                bit = kStream;
+                error = readOptionalBool(value, "stream", out.stream);
+            } else if (key == "stream_options") {
+                bit = kStreamOptions;
+                out.has_stream_options = true;
+                error = readStreamOptions(value, out);
+            } else if (key == "prompt_cache_key") {
+                bit = kPromptCacheKey;
+                error = readOptionalString(value, "prompt_cache_key", out.prompt_cache_key, out.has_prompt_cache_key);
+            } else if (key == "user") {
+                bit = kUser;
+                bool present = false;
+                error = readOptionalString(value, "user", out.user, present);
+            } else if (key == "n") {
+                bit = kN;
+                error = readN(value, out);
+            } else if (chat && key == "tools") {
+                bit = kTools;
+                const char* start = value.raw_json_token().data();
+                error = readTools(value, arena, out.chat, tool_names);
+                const char* end = nullptr;
+                if (!error && !out.chat.tools.isNone() && doc.current_location().get(end) == simdjson::SUCCESS &&
+                    end > start) {
+                    out.chat.tools_json = trimmed(std::string_view(start, static_cast<std::size_t>(end - start)));
+                }
+            } else if (chat && key == "tool_choice") {
+                bit = kToolChoice;
+                error = readToolChoice(value, out);
+            } else if (chat && key == "chat_template_kwargs") {
+                bit = kTemplateKwargs;
+                error = readTemplateKwargs(value, arena, out.chat);
+            } else if (chat && key == "add_generation_prompt") {
+                bit = kAddGenerationPrompt;
+                error = readOptionalBool(value, "add_generation_prompt", out.chat.add_generation_prompt);
+            } else if (chat && key == "continue_final_message") {
+                bit = kContinueFinalMessage;
+                error = readOptionalBool(value, "continue_final_message", out.chat.continue_final_message);
+            } else if (chat && key == "documents") {
+                bit = kDocuments;
+                error = readDocuments(value, arena, out.chat);
+            } else if (chat && key == "reasoning_effort") {
+                bit = kReasoningEffort;
+                error = readReasoningEffort(value, out.chat);
+            } else if (chat && key == "chat_template") {
+                bit = kChatTemplate;
+                std::string_view ignored;
+                bool present = false;
+                error = readOptionalString(value, "chat_template", ignored, present);
+                if (!error && present) {
+                    error = fail("chat_template",
+                                 "a request may not bring its own chat template (vLLM refuses it unless started "
+                                 "with --trust-request-chat-template)");
+                }
+            } else if (chat && key == "add_special_tokens") {
+                bit = kAddSpecialTokens;
+                error = readOptionalBool(value, "add_special_tokens", out.chat.add_special_tokens);
+            } else if (chat && key == "truncate_prompt_tokens") {
+                bit = kTruncate;
+                error = readTruncation(value, out.chat);
+            } else {
+                error = checkUnread(value, Path(key));
             }
-        } else if (chat && key == "tool_choice") {
-            bit = kToolChoice;
-            error = readToolChoice(value, out);
-        } else if (chat && key == "chat_template_kwargs") {
-            bit = kTemplateKwargs;
-            error = readTemplateKwargs(value, arena, out.chat);
-        } else if (chat && key == "add_generation_prompt") {
-            bit = kAddGenerationPrompt;
-            error = readOptionalBool(value, "add_generation_prompt", out.chat.add_generation_prompt);
-        } else if (chat && key == "continue_final_message") {
-            bit = kContinueFinalMessage;
-            error = readOptionalBool(value, "continue_final_message", out.chat.continue_final_message);
-        } else if (chat && key == "documents") {
-            bit = kDocuments;
-            error = readDocuments(value, arena, out.chat);
-        } else if (chat && key == "reasoning_effort") {
-            bit = kReasoningEffort;
-            error = readReasoningEffort(value, out.chat);
-        } else if (chat && key == "chat_template") {
-            bit = kChatTemplate;
-            std::string_view ignored;
-            bool present = false;
-            error = readOptionalString(value, "chat_template", ignored, present);
-            if (!error && present) {
-                error = fail("chat_template",
-                             "a request may not bring its own chat template (vLLM refuses it unless started "
-                             "with --trust-request-chat-template)");
+            if (error) return error;
+            if (bit != 0) {
+                if ((seen & bit) != 0) return fail(Path(key), "appears twice");
+                seen |= bit;
             }
-        } else if (chat && key == "add_special_tokens") {
-            bit = kAddSpecialTokens;
-            error = readOptionalBool(value, "add_special_tokens", out.chat.add_special_tokens);
-        } else if (chat && key == "truncate_prompt_tokens") {
-            bit = kTruncate;
-            error = readTruncation(value, out.chat);
-        } else {
-            error = checkUnread(value, Path(key));
-        }
-        if (error) return error;
-        if (bit != 0) {
-            if ((seen & bit) != 0) return fail(Path(key), "appears twice");
-            seen |= bit;
-        }
-    }
+            return std::nullopt;
+        });
+    if (root_error) return root_error;
     const char* trailing = nullptr;
     if (doc.current_location().get(trailing) == simdjson::SUCCESS) {
         return fail("body", "trailing content after the JSON object (byte offset " +

@@ -200,7 +200,7 @@ private:
     }
 
     void readModel(const Field& field) {
-        // model.template named a hand-written encoder; say where the template comes from now.
+        // model.template (a hand-written encoder in older configs): refused, naming where the template comes from.
         if (auto f = MappingReader::anyKeys(field).get("template")) {
             fail(*f,
                  "removed: the chat template is the model's own (the tokenizer_config.json beside model.tokenizer), "

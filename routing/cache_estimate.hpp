@@ -2,7 +2,7 @@
 // conversation: the prompt of the key's last request sent to that slot (an
 // append-only conversation's next prompt starts with it). It turns "prompt
 // tokens" into "prompt tokens not expected in cache", the unit the slot
-// chooser balances in (issue 5). An estimate: it does not see evictions (it
+// chooser balances in. An estimate: it does not see evictions (it
 // may expect a prefix the rank has since dropped), it forgets a key whose
 // table entry another key took (it then expects nothing), and it never
 // credits one key with another's prefix, so a system prompt shared by every

@@ -40,8 +40,8 @@ inline std::uint64_t loadTail(const unsigned char* p, std::size_t n) {  // n < 8
     return v;
 }
 // The n < 8 bytes at p as one word: overlapping loads instead of a
-// byte-by-byte copy (most pieces are that short; the copy loop showed in the
-// first-pass profile of issue 18). With n, the word determines the bytes.
+// byte-by-byte copy (most pieces are that short; a copy loop shows in the
+// profile of a first pass over new text). With n, the word determines the bytes.
 inline std::uint64_t loadShort(const unsigned char* p, std::size_t n) {
     if (n >= 4) {
         std::uint32_t a;
@@ -104,7 +104,7 @@ public:
     // A long field, folded 16 bytes per multiply in two independent lanes:
     // the conversation head key hashes an agent's whole system prompt and
     // tool list on every request (tens of KB), and addField's one serial
-    // mix64 per 8 bytes took 49 µs per 100 KB there (issue 18); this takes
+    // mix64 per 8 bytes would take 49 µs per 100 KB there; this takes
     // under 6. A crafted field can make two heads collide, which only puts
     // two conversations on one slot, and bounded load spreads a hot slot.
     Hasher64& addText(std::string_view bytes) {

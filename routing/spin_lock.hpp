@@ -2,9 +2,9 @@
 // touches (the cache estimate's stripes, the work meter's shards). Taking it
 // is one locked instruction (an exchange) and releasing it a plain store;
 // std::mutex takes two locked instructions, one to lock and one to unlock,
-// and a locked instruction costs about 14 ns on these machines (issue 18,
-// eighteenth round). A waiter spins on a plain load, then yields the core:
-// a holder its thread's core was taken from gets it back.
+// and a locked instruction costs about 14 ns on these machines. A waiter
+// spins on a plain load, then yields the core: a holder its thread's core
+// was taken from gets it back.
 #pragma once
 
 #include <atomic>

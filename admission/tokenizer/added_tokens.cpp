@@ -91,7 +91,7 @@ namespace {
 // Whether the n bytes at a and at b are the same, a word at a time with
 // routing's loads: eight bytes (the last eight overlapping the ones
 // before), or one word for fewer than eight. A chain is a few to a few dozen
-// bytes, where a call to memcmp cost more than the compare (issue 18).
+// bytes, where a call to memcmp costs more than the compare.
 bool sameBytes(const char* a, const char* b, std::size_t n) {
     using routing::hash_detail::load64;
     using routing::hash_detail::loadShort;

@@ -44,8 +44,8 @@ private:
     // 16-byte node and then either its edges (sorted by byte) or its chain's
     // bytes: each node's fields sit together, so a step touches one cache
     // line for the node, where parallel arrays cost one per field
-    // (issue 18: the split missed the first-level cache 16 times per small
-    // request with them).
+    // (with them the split misses the first-level cache 16 times per small
+    // request).
     static constexpr std::uint32_t kNoToken = 0xffffffff;
     struct Node {
         std::uint32_t token = kNoToken;  // id of the token ending here

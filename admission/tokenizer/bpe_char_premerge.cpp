@@ -96,7 +96,7 @@ void BpeModel::buildCharPremerge() {
         std::array<std::uint32_t, 3> sym = {byte_ids_[bytes[0]], byte_ids_[bytes[1]], byte_ids_[bytes[2]]};
         std::size_t n = 3;
         // Three symbols merge at most twice: three edges each, on the stack
-        // (two small vectors per code point were a third of this function).
+        // (two small vectors per code point would be a third of this function).
         std::array<std::uint32_t, 3> left_edges = {sym[0]};
         std::array<std::uint32_t, 3> right_edges = {sym[2]};
         std::size_t edges = 1;

@@ -156,7 +156,7 @@ private:
     // most adjacent pairs of CJK text are not merges, and the 256 KB filter
     // says so without touching the 2 MB table or the pair memo. Blocked: both
     // bits of a pair lie in one 64-byte line, so a cold lookup is one cache
-    // miss, not two (the first pass over new text waited on both; issue 18).
+    // miss, not two (the first pass over new text would wait on both).
     struct alignas(64) FilterLine {
         std::uint64_t words[8];
     };

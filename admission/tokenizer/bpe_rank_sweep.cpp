@@ -311,7 +311,7 @@ void BpeModel::mergeRankSweep(Symbols& symbols) const {
     for (std::uint32_t rank = buckets.firstFrom(0); rank != kNone; rank = buckets.firstFrom(rank + 1)) {
         // A chunk of positions at a time, the next chunk's symbols prefetched
         // while this one's merge: in a random word each symbol is a cache
-        // miss, and waiting for them one by one was most of the sweep. Taking
+        // miss, and waiting for them one by one would be most of the sweep. Taking
         // positions early is safe: no merge of this rank pushes this rank, and
         // each position is checked when its turn comes.
         buckets.prefetch(buckets.firstFrom(rank + 1));

@@ -46,7 +46,7 @@ inline __m128i asciiLetters(__m128i v) { return bytesInRange(_mm_or_si128(v, _mm
 // The first offset from j (up to n) whose byte is not an ASCII character of
 // `letters`: kAsciiLetter ([A-Za-z]) or kL | kM, the same set unless the class
 // table says otherwise (AsciiTable checks). Sixteen bytes at a time: the end
-// of a word, byte by byte, was an unpredictable branch per piece.
+// of a word, byte by byte, is an unpredictable branch per piece.
 inline std::uint32_t asciiLetterRunEnd(const unsigned char* s, std::uint32_t j, std::uint32_t n,
                                        std::uint16_t letters) {
 #if defined(__SSE2__)

@@ -114,7 +114,7 @@ void checkModelScalar(std::string_view key, const nlohmann::json& v) {
 }
 
 // Token -> id during load, open addressing (std::unordered_map's node chasing
-// was a quarter of the load time: three lookups per merge). Keys view the
+// would be a quarter of the load time: three lookups per merge). Keys view the
 // parser's string buffer, which outlives the load.
 class Vocab {
 public:
@@ -412,8 +412,8 @@ void Tokenizer::forEachPiece(std::string_view text, WordCache* cache, BpeModel::
         auto pieceAt = [&](std::size_t k) { return text.substr(at[k], at[k + 1] - at[k]); };
         // Hashes computed kAhead pieces early, with the slot prefetched: on
         // text seen for the first time the lookups are cache misses, and
-        // waiting for each in turn was most of the word cache's cost (perf,
-        // issue 18).
+        // waiting for each in turn would be most of the word cache's cost
+        // (measured with perf).
         constexpr std::size_t kAhead = 8;
         WordCache::Key keys[16];
         static_assert(std::size(keys) > kAhead);

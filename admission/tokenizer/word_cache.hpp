@@ -7,8 +7,8 @@
 //
 // A slot holds the piece's bytes as two 8-byte words (all of a piece of up
 // to 16 bytes, the first 16 of a longer one), so a lookup is one 32-byte slot
-// and no call to memcmp: the first pass over new text (issue 18) spent most
-// of find() waiting for the slot and then for the bytes in a second array.
+// and no call to memcmp: with the bytes in a second array, a first pass over
+// new text would spend most of find() waiting for the slot, then the bytes.
 // Callers prefetch the slot of a piece a few pieces ahead (prefetch()).
 #include <bit>
 #include <cstdint>
@@ -23,8 +23,8 @@ namespace dpgate::admission {
 class WordCache {
 public:
     // Rule lines in comments and man pages ("/* ===...=== */", 67-82 bytes)
-    // repeat hundreds of times in a header-heavy text, and each was a heap
-    // merge of ~70 symbols at 64 (issue 18: 10% of a cold count). Longer
+    // repeat hundreds of times in a header-heavy text; with a bound of 64 each
+    // would be a heap merge of ~70 symbols (10% of a cold count). Longer
     // distinct pieces fill the arena sooner; that costs a start-over, which is
     // still cheaper than the merges it saves on repeats.
     static constexpr std::size_t kMaxPieceBytes = 128;
@@ -44,8 +44,8 @@ public:
     // `readable` bytes may be read at piece.data() (at least piece.size()).
     // With 16 or more, a piece of up to 16 bytes is keyed by two loads and a
     // mask, without a branch on its length: piece lengths follow each other
-    // at random, and the branches of a bytewise key mispredicted on about
-    // every piece of a warm count (issue 18).
+    // at random, and the branches of a bytewise key would mispredict on
+    // about every piece of a warm count.
     static Key keyOf(std::string_view piece, std::size_t readable);
 
     void prefetch(const Key& key) const { __builtin_prefetch(&slots_[key.hash & mask_]); }

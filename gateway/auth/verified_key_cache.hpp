@@ -1,8 +1,8 @@
 // Keys that already hashed to a stored SHA-256, remembered so that their next
 // request skips the hash. KeyStore keeps one per thread; pure otherwise.
 //
-// Why: hashing the presented key was the one cryptographic step on every
-// request (docs/BENCHMARKS.md, issue 18). A cached key is held as its exact
+// Why: hashing the presented key would be the one cryptographic step on
+// every request (docs/BENCHMARKS.md). A cached key is held as its exact
 // bytes, so a hit means the presented key *is* one that passed the hash
 // check: a wrong key can only miss and then fails the hash check as before.
 //

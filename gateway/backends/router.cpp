@@ -62,7 +62,7 @@ Router::Router(BackendRegistry& backends, const conf::Config& config)
     : backends_(backends),
       loads_(std::make_unique<Load[]>(totalRanks(config))),
       // A shard per worker thread (metrics::threadShard): every lease adds to
-      // the meter, and one lock for all workers was one more line they bounced.
+      // the meter, and one lock for all workers would be one more line they bounce.
       work_meter_(totalRanks(config), double(config.routing.work_window_ms) / 1000.0, metrics::kShards) {}
 
 void Router::applyReload(const conf::RoutingConfig& routing) {

@@ -29,7 +29,7 @@ enum class IdleState { quiet, bytes_waiting, closed };
 // answer (a backend that answers twice, or late), and an end of stream
 // means the backend is gone. HAProxy and nginx close such a connection
 // when their event loop sees it readable; so does this, from what the
-// reactor saw: the last read of an answer is drain-aware (Relay), so the
+// reactor saw: the last read of an answer is drain-aware (UpstreamExchange), so the
 // reactor's record says whether epoll has reported the socket since
 // (mayHaveArrived, drain_aware_read.hpp), with no system call. Only when
 // it has (or the answer's last read filled its buffer) does a peek ask the
@@ -64,7 +64,7 @@ std::unique_ptr<UpstreamConnection> UpstreamPool::takeIdle(Drops* drops) {
         // Servers close idle keep-alive connections on their own clock
         // (uvicorn, which vLLM runs on, after 5 s); retire ours first. One
         // closed after the check below fails before any answer byte, and
-        // the relay then resends on a fresh connection (Relay::send).
+        // the exchange then resends on a fresh connection (UpstreamExchange::send).
         if (now - c->idle_since >= idle_timeout_) continue;
         switch (idleState(c->stream.socket())) {
             case IdleState::quiet: c->reused = true; return c;

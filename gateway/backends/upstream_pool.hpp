@@ -18,7 +18,7 @@ namespace dpgate::gateway {
 struct UpstreamConnection {
     TimedSocket stream;
     beast::flat_buffer buffer;  // bytes read past the last response; must be empty to reuse
-    // The answer being read on this connection (set by the Relay, emptied
+    // The answer being read on this connection (set by the UpstreamExchange, emptied
     // before the connection goes back to the pool).
     std::optional<UpstreamResponseParser> answer;
     std::chrono::steady_clock::time_point idle_since{};
@@ -35,8 +35,8 @@ public:
     // `max_idle` bounds the idle connections to this backend over all the
     // workers' pools together, counted in `idle_total`: a worker keeps as
     // many as its own load needs while the sum has room (a fixed share per
-    // worker made a busy worker close and reopen connections its quiet
-    // neighbour was not using). The count is sharded: taking a connection
+    // worker would make a busy worker close and reopen connections its quiet
+    // neighbour is not using). The count is sharded: taking a connection
     // touches only this worker's cell, and only a release reads the sum.
     UpstreamPool(net::io_context& io, DeadlineList& deadlines, const conf::BackendConfig& backend,
                  metrics::ShardedCount<int64_t>& idle_total, size_t max_idle, uint64_t connect_timeout_ms,

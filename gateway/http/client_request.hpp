@@ -1,8 +1,8 @@
 // A client's request as the gateway keeps it, and the parser that reads it.
 //
-// The parser is dpgate's own, in one pass over the head (issue 18: Beast's
-// grammar, then a second pass for the framing checks, were ~13 % of a
-// proxied request's instructions). It takes HTTP/1.1's grammar as Beast's
+// The parser is dpgate's own, in one pass over the head (Beast's grammar,
+// then a second pass for the framing checks, cost ~13 % of a proxied
+// request's instructions). It takes HTTP/1.1's grammar as Beast's
 // request parser does — fuzz_framing checks that whatever it accepts, Beast
 // accepts the same way — and refuses besides the shapes request smuggling
 // relies on, which Beast lets through:

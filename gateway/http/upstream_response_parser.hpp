@@ -1,5 +1,5 @@
-// The parser of a backend's answer, dpgate's own (issue 18: Beast's parser
-// and field callbacks were ~4k instructions of a ~43k-instruction request).
+// The parser of a backend's answer, dpgate's own (Beast's parser and field
+// callbacks cost ~4k instructions of a ~43k-instruction request).
 // It reads HTTP/1.1 as Beast's response parser does — the fuzz target
 // fuzz_upstream_response and a unit test check it against Beast's on every
 // input and cut — with the head copied once into a HeadFields, and the body

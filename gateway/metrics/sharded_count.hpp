@@ -5,19 +5,19 @@
 // One shared atomic would be one cache line all workers write: each add on a
 // core that did not write it last waits for the line to come over, about
 // 60 ns on these machines against a few for an add in the core's own cache
-// (perf of the Release build, docs/BENCHMARKS.md, twelfth round). Here the
-// count is kShards cells, one cache line each; a thread adds to the cell of
-// its shard and a read adds the cells up. A read is not a snapshot of one
-// instant: cells are read one after the other, so a value that went up and
-// down meanwhile may be seen off by those moves, never by more.
+// (perf of the Release build). Here the count is kShards cells, one cache
+// line each; a thread adds to the cell of its shard and a read adds the
+// cells up. A read is not a snapshot of one instant: cells are read one
+// after the other, so a value that went up and down meanwhile may be seen
+// off by those moves, never by more.
 //
 // A worker thread owns its cell (ShardOwner): no other thread writes it, so
 // its add is a load and a store. A locked add (fetch_add) waits for the
 // core's pending stores to drain, even on a line the core already holds: on
 // these machines 32 more of them per request cost 2.3 % of a small proxied
-// request's CPU, and the metrics made 19 per request (issue 18, eighteenth
-// round). Every other thread (admission, control, tests) adds to one of the
-// shared cells, which they take in turn, with fetch_add.
+// request's CPU, and the metrics would make 19 per request. Every other
+// thread (admission, control, tests) adds to one of the shared cells,
+// which they take in turn, with fetch_add.
 #pragma once
 
 #include <array>

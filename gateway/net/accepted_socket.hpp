@@ -1,5 +1,6 @@
-// A client connection just accepted, made ready with the fewest system
-// calls. Asio's accept costs, besides accept(), per connection:
+// A client connection just accepted, made ready with the fewest system calls
+// (counted in docs/BENCHMARKS.md). Asio's accept costs, besides accept(),
+// per connection:
 // - two ioctl(FIONBIO): one when Asio's first operation puts the socket in
 //   non-blocking mode for itself, one when WriteNow (write_now.hpp) asks
 //   for the same mode as the user's. Asked once before any operation, the

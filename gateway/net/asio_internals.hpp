@@ -102,8 +102,9 @@ public:
                 // is the handler's own executor: where Asio's handler_work
                 // would run it, without its count of outstanding work. The
                 // reactor counts the operation while it waits and the
-                // scheduler its completion while queued; the count was two
-                // locked instructions at the start and two at the end.
+                // scheduler its completion while queued; the count would be
+                // two locked instructions at the start and two at the end
+                // (about 14 ns each here, routing/spin_lock.hpp).
                 handler();
             } else {
                 work.complete(handler, handler.handler_);

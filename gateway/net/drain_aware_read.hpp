@@ -4,8 +4,8 @@
 // Asio tries every read on a stream socket at once ("speculative"), before
 // it waits for epoll, unless the last read on that socket found the end of
 // the stream. Between the requests of a keep-alive client the socket is
-// usually empty, so that first try is a failed recv(): on the proxy
-// benchmark a quarter of the requests paid one, and a failed recv() costs
+// usually empty, so that first try is a failed recv(): in the proxy
+// benchmark a quarter of the requests pay one, and a failed recv() costs
 // a whole system call (2.7 us on the benchmark's virtual machine, where
 // HAProxy and nginx make none: they wait for readiness after a short read).
 //
@@ -25,17 +25,19 @@
 // instead of at once. The body of a backend's answer whose end its bytes
 // tell (chunked, or with a length) is read drain-aware too
 // (TimedSocket::readDrainAwareChecked): a stream's events come one short
-// read each, and each would otherwise cost a failed recv(). There the end
-// is a backend that died mid-answer, and it must not wait for the stream's
-// idle deadline (minutes): a read that has waited a second has its socket
-// re-armed (rearmRead), which reports an end already there. A body that runs to the close, and an answer's head, are
+// read each, and each would otherwise cost a failed recv() (counted in
+// docs/BENCHMARKS.md). There the end is a backend that died mid-answer, and
+// it must not wait for the stream's idle deadline (minutes): a read that has
+// waited a second has its socket re-armed (rearmRead), which reports an end
+// already there. A body that runs to the close, and an answer's head, are
 // read with the flag off: then only the end of the stream reports the socket
 // exhausted, as in Asio.
 //
-// Drain-aware or not, two things are cheaper than in Asio's operation:
-// recv() is called without glibc's cancellation bookkeeping
-// (uncancellable_io.hpp), and a coroutine's handler runs without
-// handler_work's count of outstanding work.
+// Drain-aware or not, two things are cheaper than in Asio's operation
+// (measured in docs/BENCHMARKS.md): recv() is called without glibc's
+// cancellation bookkeeping (uncancellable_io.hpp), and a coroutine's
+// handler runs without handler_work's count of outstanding work
+// (RecvOp::doComplete in asio_internals.hpp).
 //
 // The fast path drain_aware_read (common/fast_paths.hpp). It is built from
 // Asio's private internals, which live in asio_internals.hpp and exist for

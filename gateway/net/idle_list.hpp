@@ -16,14 +16,21 @@
 
 namespace dpgate::gateway {
 
-class ClientSession;
+// What holds a hook: a connection the list may close when it needs room.
+class IdleConnection {
+public:
+    virtual void closeIdle() = 0;
+
+protected:
+    ~IdleConnection() = default;
+};
 
 struct IdleHook {
-    explicit IdleHook(ClientSession* owner) : session(owner) {}
+    explicit IdleHook(IdleConnection* owner) : owner(owner) {}
     IdleHook(const IdleHook&) = delete;
     IdleHook& operator=(const IdleHook&) = delete;
 
-    ClientSession* const session;
+    IdleConnection* const owner;
     IdleHook* prev = nullptr;
     IdleHook* next = nullptr;
     int64_t since_ns = 0;  // steady clock, when it went idle

@@ -5,7 +5,7 @@
 //
 // beast::tcp_stream arms and cancels a timer around every read and write,
 // which costs a timer-queue update, a cancelled completion and often a
-// timerfd_settime per operation: on a small proxied request that was a tenth
+// timerfd_settime per operation: on a small proxied request that is a tenth
 // of the gateway's CPU. Here a deadline is a time stored in the socket, and
 // each worker sweeps its sockets a few times a second (DeadlineList::sweep):
 // deadlines are as exact as the sweep period, which is far finer than any
@@ -104,7 +104,8 @@ public:
     // whatever the peer does in reply (the answer; the reset of a
     // connection it had closed while it sat idle) raises a new event. Asio
     // would try the recv() first, and it fails: one failed system call per
-    // proxied request, which HAProxy and nginx do not make.
+    // proxied request, which HAProxy and nginx do not make (counted in
+    // docs/BENCHMARKS.md).
     void waitBeforeNextRead() { skipNextReadTry(socket_, read_path_); }
 
     // How reads are made (drain_aware_read.hpp): the process's choice

@@ -3,10 +3,11 @@
 // An asynchronous write whose bytes the socket takes at once (nearly every
 // small request and answer) still goes through the reactor: an operation
 // object, a posted completion, a turn of the scheduler and a coroutine
-// resumption, for a send the kernel finished in the first attempt (Asio's
-// machinery was a quarter of dpgate's user time). WriteNow makes
-// that first attempt itself, non-blocking; the caller awaits an ordinary
-// async_write only for what the socket did not take:
+// resumption, for a send the kernel finished in the first attempt (when
+// every write goes through it, Asio's machinery is a quarter of dpgate's
+// user time). WriteNow makes that first attempt itself, non-blocking; the
+// caller awaits an ordinary async_write only for what the socket did not
+// take:
 //
 //     WriteNow now(&socket, buffers);
 //     if (!now.done()) ec = co_await writeRest(stream, now);

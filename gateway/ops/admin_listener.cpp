@@ -1,12 +1,18 @@
 #include "gateway/ops/admin_listener.hpp"
 
+#include "admission/tokenizer/shared_segment_cache.hpp"
 #include "common/api_error.hpp"
+#include "gateway/acceptance/record_store.hpp"
+#include "gateway/backends/backend_registry.hpp"
 #include "gateway/backends/health_checker.hpp"
+#include "gateway/backends/role_ledger.hpp"
+#include "gateway/backends/router.hpp"
+#include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net/lingering_close.hpp"
 #include "gateway/ops/admin_page.hpp"
 #include "gateway/path/admission_pool.hpp"
+#include "gateway/path/count_check.hpp"
 #include "gateway/platform/log.hpp"
-#include "gateway/process/server.hpp"
 #include "routing/work_meter.hpp"
 
 #include <nlohmann/json.hpp>
@@ -15,7 +21,9 @@
 
 namespace dpgate::gateway {
 
-AdminListener::AdminListener(net::io_context& io, Server& server) : io_(io), server_(server) {}
+AdminListener::AdminListener(net::io_context& io, AdminPieces pieces, const StatusReadings& readings,
+                             OperatorActions& actions)
+    : io_(io), pieces_(pieces), readings_(readings), actions_(actions) {}
 
 uint16_t AdminListener::listen(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -98,7 +106,7 @@ awaitable<void> AdminListener::serve(tcp::socket socket) {
     const std::string peer = peer_ec ? std::string("unknown") : remote.address().to_string();
     beast::tcp_stream stream(std::move(socket));
     beast::flat_buffer buffer;
-    const conf::LimitsConfig& limits = server_.config().limits;
+    const conf::LimitsConfig& limits = actions_.config().limits;
     while (true) {
         http::request_parser<http::string_body> parser;
         parser.header_limit(static_cast<std::uint32_t>(limits.max_header_bytes));
@@ -133,8 +141,8 @@ awaitable<void> AdminListener::serve(tcp::socket socket) {
 }
 
 awaitable<void> AdminListener::refreshRankTables() {
-    BackendRegistry& backends = server_.backends();
-    const conf::Config& config = server_.config();
+    BackendRegistry& backends = pieces_.backends;
+    const conf::Config& config = actions_.config();
     rank_tables_.resize(config.backends.size());
     // A backend that fails its probes is not asked: a hung one would hold
     // every status answer for the fetch timeout.
@@ -181,7 +189,7 @@ nlohmann::json flipJson(const acceptance::FlipEvent& f) {
 }  // namespace
 
 http::response<http::string_body> AdminListener::status() const {
-    BackendRegistry& backends = server_.backends();
+    BackendRegistry& backends = pieces_.backends;
     nlohmann::json list = nlohmann::json::array();
     auto now = std::chrono::steady_clock::now();
     for (const BackendView& b : backends.snapshot()) {
@@ -192,12 +200,12 @@ http::response<http::string_body> AdminListener::status() const {
         for (uint32_t r = 0; r < backends.config(index).dp_ranks; ++r) {
             // dpgate's view of the slot, then the backend's own view of the rank.
             const metrics::BackendRankRow* row = table ? table->table.find(int(r)) : nullptr;
-            const metrics::Gauge* in_flight = server_.metrics().inflight_requests.find({b.name, std::to_string(r)});
+            const metrics::Gauge* in_flight = pieces_.metrics.inflight_requests.find({b.name, std::to_string(r)});
             ranks.push_back(
                 {{"rank", r},
                  {"in_flight", in_flight ? in_flight->value() : 0},
-                 {"queued_prefill_tokens", server_.router().queuedPrefill(index, r)},
-                 {"recent_prefill_tokens", std::llround(server_.router().recentWork(index, r, now))},
+                 {"queued_prefill_tokens", pieces_.router.queuedPrefill(index, r)},
+                 {"recent_prefill_tokens", std::llround(pieces_.router.recentWork(index, r, now))},
                  {"running", optionalNumber(row ? row->running : std::nullopt)},
                  {"waiting", optionalNumber(row ? row->waiting : std::nullopt)},
                  {"kv_cache_usage", optionalNumber(row ? row->kv_cache_usage : std::nullopt)},
@@ -218,7 +226,7 @@ http::response<http::string_body> AdminListener::status() const {
                         {"server", optionalText(b.identity.server)}};
         nlohmann::json accepted = nullptr;
         const conf::BackendConfig& backend_config = backends.config(index);
-        if (auto latest = server_.records().latest(backend_config.name, backend_config.url)) {
+        if (auto latest = pieces_.records.latest(backend_config.name, backend_config.url)) {
             nlohmann::json failed = nlohmann::json::array();
             for (const acceptance::CheckResult& c : latest->record.checks)
                 if (!c.passed) failed.push_back(c.name);
@@ -248,31 +256,31 @@ http::response<http::string_body> AdminListener::status() const {
                         {"backend_metrics", std::move(backend_metrics)},
                         {"slots", std::move(ranks)}});
     }
-    nlohmann::json status = {{"model", server_.config().model.id},
-                             {"configured_window", server_.config().model.window_tokens},
+    nlohmann::json status = {{"model", actions_.config().model.id},
+                             {"configured_window", actions_.config().model.window_tokens},
                              {"public_window", backends.publicWindow()},
-                             {"routing_mode", conf::toString(server_.config().routing.mode)},
-                             {"open_connections", server_.openConnections().load()},
-                             {"requests_in_flight", server_.requestsInFlight().value()},
-                             {"last_count_mismatch", server_.countCheck().lastMismatch()},
+                             {"routing_mode", conf::toString(actions_.config().routing.mode)},
+                             {"open_connections", readings_.openConnections()},
+                             {"requests_in_flight", readings_.requestsInFlight()},
+                             {"last_count_mismatch", pieces_.count_check.lastMismatch()},
                              {"backends", std::move(list)}};
     // The segment counts the workers share: hits are turns of a conversation
     // counted on another worker (or by another admitter) before.
-    const admission::SharedSegmentCache& cache = *server_.sharedSegments();
+    const admission::SharedSegmentCache& cache = pieces_.shared_segments;
     const admission::SharedSegmentCache::Stats shared = cache.stats();
     status["shared_count_cache"] = {
         {"bytes", shared.bytes}, {"max_bytes", cache.maxBytes()}, {"hits", shared.hits}, {"misses", shared.misses}};
-    RoleLedger::Source source = server_.roles().source();
+    RoleLedger::Source source = pieces_.roles.source();
     status["roles"] = {{"source", source.source},
                        {"since", source.since},
                        {"file", optionalText(source.file)},
                        {"last_write_error", optionalText(source.last_write_error)}};
-    std::vector<acceptance::FlipEvent> flips = server_.roles().flips();
+    std::vector<acceptance::FlipEvent> flips = pieces_.roles.flips();
     status["last_flip"] = flips.empty() ? nlohmann::json(nullptr) : flipJson(flips.front());
     status["recent_flips"] = nlohmann::json::array();
     for (const acceptance::FlipEvent& f : flips) status["recent_flips"].push_back(flipJson(f));
-    status["acceptance_dir"] = optionalText(server_.records().dir());
-    status["failover_requires_acceptance"] = server_.config().routing.failover_requires_acceptance;
+    status["acceptance_dir"] = optionalText(pieces_.records.dir());
+    status["failover_requires_acceptance"] = actions_.config().routing.failover_requires_acceptance;
     if (std::optional<UnacceptedFailover> failover = backends.unacceptedFailover())
         status["failover_unaccepted"] = {{"backend", failover->backends},
                                          {"at", failover->at},
@@ -310,7 +318,7 @@ std::string readFlipRequest(const nlohmann::json& body, AdminListener::FlipReque
 
 awaitable<http::response<http::string_body>> AdminListener::flip(const FlipRequest& flip_request) {
     const std::string_view target_name = flip_request.to;
-    BackendRegistry& backends = server_.backends();
+    BackendRegistry& backends = pieces_.backends;
     std::optional<size_t> target;
     if (target_name.empty()) {
         for (const BackendView& b : backends.snapshot())
@@ -329,7 +337,7 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     }
     // Identity is proved now, not remembered: a standby that was fine a probe
     // interval ago may have been restarted with another model or window.
-    const conf::Config& config = server_.config();
+    const conf::Config& config = actions_.config();
     const conf::BackendConfig& target_config = backends.config(*target);
     const std::string& who = flip_request.by;
     ProbeResult probe = co_await HealthChecker::probe(target_config, config.model.id, config.health.timeout_ms);
@@ -343,9 +351,9 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
         co_return errorResponse(ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused"));
     }
     if (!flip_request.force) {
-        server_.refreshAcceptance();
+        actions_.refreshAcceptance();
         std::string why_not;
-        std::optional<acceptance::RecordStore::Found> record = server_.records().matching(
+        std::optional<acceptance::RecordStore::Found> record = pieces_.records.matching(
             target_config.name, target_config.url, identityOf(config.model.id, probe), why_not);
         if (!record) {
             std::string message = "flip refused: " + target_config.name + " is not accepted: " + why_not +
@@ -364,14 +372,14 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
         ApiError error = ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused");
         co_return errorResponse(error);
     }
-    server_.metrics().flips.inc();
+    pieces_.metrics.flips.inc();
     if (flip_request.force) {
-        server_.metrics().forced_flips.inc();
+        pieces_.metrics.forced_flips.inc();
         logLine(LogLevel::warn, "admin FORCED flip by " + who + ": " + target_config.name +
                                     " is now the primary without an acceptance-record check");
     }
-    server_.roles().recordFlip({who, acceptance::utcNow(), from, target_config.name, flip_request.force}, backends);
-    server_.refreshAcceptance();
+    pieces_.roles.recordFlip({who, acceptance::utcNow(), from, target_config.name, flip_request.force}, backends);
+    actions_.refreshAcceptance();
     logLine(LogLevel::info, "admin flip by " + who + ": " + target_config.name + " is now the primary (was " +
                                 (from.empty() ? "none" : from) + ", window " + std::to_string(probe.max_model_len) +
                                 record_note + ")");
@@ -379,8 +387,8 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
 }
 
 http::response<http::string_body> AdminListener::metricsPage() const {
-    metrics::GatewayMetrics& m = server_.metrics();
-    BackendRegistry& backends = server_.backends();
+    metrics::GatewayMetrics& m = pieces_.metrics;
+    BackendRegistry& backends = pieces_.backends;
     // Gauges that mirror registry state are refreshed at scrape time.
     for (const BackendView& b : backends.snapshot()) {
         bool primary = b.role == conf::BackendRole::primary;
@@ -388,9 +396,9 @@ http::response<http::string_body> AdminListener::metricsPage() const {
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
     }
     m.public_window_tokens.set(int64_t(backends.publicWindow()));
-    m.open_connections.set(server_.openConnections().load(std::memory_order_relaxed));
-    m.buffered_body_bytes.set(int64_t(server_.bodyBudget().heldBytes()));
-    m.admission_queued.set(int64_t(server_.admissionPool().queued()));
+    m.open_connections.set(readings_.openConnections());
+    m.buffered_body_bytes.set(int64_t(readings_.bufferedBodyBytes()));
+    m.admission_queued.set(int64_t(pieces_.admission_pool.queued()));
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();
@@ -398,14 +406,14 @@ http::response<http::string_body> AdminListener::metricsPage() const {
 }
 
 awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::string_view name) {
-    BackendRegistry& backends = server_.backends();
+    BackendRegistry& backends = pieces_.backends;
     std::optional<size_t> index = backends.find(name);
     if (!index) {
         ApiError error = ApiError::notFound("no backend named '" + std::string(clipUtf8(name, 200)) + "'.");
         co_return errorResponse(error);
     }
     HealthChecker::Fetched fetched =
-        co_await HealthChecker::fetch(backends.config(*index), "/metrics", server_.config().health.timeout_ms * 5);
+        co_await HealthChecker::fetch(backends.config(*index), "/metrics", actions_.config().health.timeout_ms * 5);
     if (fetched.status == 0) {
         ApiError error =
             ApiError::badGateway("backend '" + std::string(name) + "': " + fetched.error + ".", "backend_unreachable");
@@ -419,14 +427,14 @@ awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::
 }
 
 http::response<http::string_body> AdminListener::drain(std::string_view name, bool drained) {
-    BackendRegistry& backends = server_.backends();
+    BackendRegistry& backends = pieces_.backends;
     std::optional<size_t> index = backends.find(name);
     if (!index) {
         ApiError error = ApiError::notFound("no backend named '" + std::string(clipUtf8(name, 200)) + "'.");
         return errorResponse(error);
     }
     backends.setDrained(*index, drained);
-    server_.roles().persist(backends);
+    pieces_.roles.persist(backends);
     logLine(LogLevel::info, std::string("admin ") + (drained ? "drain " : "undrain ") + std::string(name));
     return status();
 }
@@ -444,7 +452,7 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     // Except two that hold nothing (admin_page.hpp says why): the status
     // page's shell and /health for a liveness probe.
     if (std::optional<http::response<http::string_body>> open = answerWithoutToken(request)) co_return std::move(*open);
-    const LocalRef<const auth::KeyStore> keys = server_.keys();
+    const LocalRef<const auth::KeyStore> keys = actions_.keys();
     if (!keys->authenticateAdmin(request[http::field::authorization])) {
         ApiError error =
             ApiError::unauthorized(keys->hasAdminToken() ? "the admin API needs 'Authorization: Bearer <admin token>'."
@@ -465,7 +473,7 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
         co_return status();
     }
     if (get && path == "/metrics") {
-        if (!server_.config().metrics.enabled) {
+        if (!actions_.config().metrics.enabled) {
             ApiError error = ApiError::notFound("metrics are off (metrics.enabled: false).", "metrics_disabled");
             co_return errorResponse(error);
         }
@@ -474,11 +482,11 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     if (post && path == "/admin/reload") {
         // ?allow_no_keys=true: the operator knows the new config locks every client out.
         const bool allow_no_keys = query == "allow_no_keys=true";
-        if (std::optional<std::string> refused = server_.reload({.allow_no_keys = allow_no_keys})) {
+        if (std::optional<std::string> refused = actions_.reload({.allow_no_keys = allow_no_keys})) {
             ApiError error = ApiError::badRequest(*refused, "reload_refused");
             co_return errorResponse(error);
         }
-        co_return jsonResponse(200, {{"reloaded", server_.config().source_path}});
+        co_return jsonResponse(200, {{"reloaded", actions_.config().source_path}});
     }
     if (get && path.starts_with("/backends/") && path.ends_with("/metrics")) {
         std::string_view name = path.substr(10, path.size() - 10 - 8);

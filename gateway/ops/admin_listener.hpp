@@ -1,9 +1,11 @@
-// The operators' listener (separate port, loopback by default): status now;
-// metrics, flip, drain and reload arrive with their issues.
+// The operators' listener (separate port, loopback by default, the admin
+// token): status, metrics and each backend's proxied metrics, flip, drain
+// and reload.
 #pragma once
 
 #include "gateway/metrics/backend_metrics.hpp"
 #include "gateway/net/net.hpp"
+#include "gateway/ops/operator_actions.hpp"
 
 #include <optional>
 #include <string>
@@ -12,11 +14,9 @@
 
 namespace dpgate::gateway {
 
-class Server;
-
 class AdminListener {
 public:
-    AdminListener(net::io_context& io, Server& server);
+    AdminListener(net::io_context& io, AdminPieces pieces, const StatusReadings& readings, OperatorActions& actions);
     uint16_t listen(const tcp::endpoint& endpoint);
     void start();
     void stop();
@@ -48,7 +48,9 @@ private:
     awaitable<http::response<http::string_body>> backendMetrics(std::string_view name);
 
     net::io_context& io_;
-    Server& server_;
+    AdminPieces pieces_;
+    const StatusReadings& readings_;
+    OperatorActions& actions_;
     tcp::acceptor acceptor_{io_};
 
     struct RankTable {

@@ -1,9 +1,9 @@
 #include "gateway/path/accounting.hpp"
 
 #include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/path/count_check.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/platform/cycle_clock.hpp"
-#include "gateway/process/server.hpp"
-#include "gateway/process/worker.hpp"
 
 #include <chrono>
 
@@ -14,11 +14,11 @@ void accountAnswer(RequestContext& c, SlotLease& lease, const admission::Admitte
     const Usage& usage = *c.record.usage;
     if (admitted.expected_usage_prompt_tokens)
         c.record.count_mismatch =
-            c.server.countCheck().compare(lease.backend(), lease.rank(), c.record.request_id,
-                                          *admitted.expected_usage_prompt_tokens, usage.prompt_tokens);
+            c.shared.count_check.compare(lease.backend(), lease.rank(), c.record.request_id,
+                                         *admitted.expected_usage_prompt_tokens, usage.prompt_tokens);
     lease.answered(usage);
     if (c.metrics) {
-        Worker::SlotMetrics& slot = c.worker.slotMetrics(lease.backend(), lease.rank());
+        PathLocal::SlotMetrics& slot = c.local.slotMetrics(lease.backend(), lease.rank());
         slot.prompt_tokens->inc(usage.prompt_tokens);
         slot.cached_prompt_tokens->inc(usage.cached_prompt_tokens);
         slot.completion_tokens->inc(usage.completion_tokens);
@@ -29,7 +29,7 @@ RequestOutcome::~RequestOutcome() {
     if (!c_.metrics) return;
     metrics::GatewayMetrics& m = *c_.metrics;
     const AccessRecord& r = c_.record;
-    c_.worker.requestCounter(r.path, r.status).inc();
+    c_.local.requestCounter(r.path, r.status).inc();
     m.request_duration_seconds.observe(std::chrono::duration<double>(CycleClock::now() - r.started).count());
     if (r.ttfb_seconds >= 0) m.time_to_first_byte_seconds.observe(r.ttfb_seconds);
     if (r.retries > 0) m.upstream_retries.inc(r.retries);

@@ -1,9 +1,9 @@
 #include "gateway/path/admit_request.hpp"
 
+#include "gateway/backends/backend_registry.hpp"
 #include "gateway/path/admission_pool.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/platform/cycle_clock.hpp"
-#include "gateway/process/server.hpp"
-#include "gateway/process/worker.hpp"
 
 #include <chrono>
 
@@ -40,8 +40,8 @@ std::optional<admission::Verdict> admitRequest(RequestContext& c) {
     const std::string_view body = c.request.body();
     const size_t capacity = c.request.body().capacity();
     const admission::Endpoint endpoint = endpointOf(c.request.target());
-    const admission::AdmissionLimits& limits = c.worker.admissionLimits(c.config, c.server.backends().publicWindow());
-    admission::Admitter& admitter = c.worker.admitter();
+    const admission::AdmissionLimits& limits = c.local.admissionLimits(c.config, c.shared.backends.publicWindow());
+    admission::Admitter& admitter = c.local.admitter();
     const uint64_t threshold = c.config.limits.offload_admission_bytes;
     std::optional<admission::Verdict> verdict;
     if (threshold == 0) {
@@ -72,13 +72,13 @@ awaitable<void> admitOffThread(RequestContext& c, admission::Verdict& verdict) {
     // Copied here: the worker rebuilds its limits when a reload swaps the
     // config, and the admission thread must not read them meanwhile. The
     // body is left alone by the worker until this resumes.
-    const admission::AdmissionLimits limits = c.worker.admissionLimits(c.config, c.server.backends().publicWindow());
+    const admission::AdmissionLimits limits = c.local.admissionLimits(c.config, c.shared.backends.publicWindow());
     const std::string_view body = c.request.body();
     const size_t capacity = c.request.body().capacity();
     const admission::Endpoint endpoint = endpointOf(c.request.target());
     // Requests without a key (auth.required: false) share one queue.
     const std::string_view key = c.key ? std::string_view(c.key->name) : std::string_view();
-    verdict = co_await c.server.admissionPool().judge(
+    verdict = co_await c.shared.admission_pool.judge(
         key, [&](admission::Admitter& admitter) { return admitter.admit(body, capacity, endpoint, limits); });
     recordVerdict(c, verdict, start);
 }

@@ -1,6 +1,6 @@
 #include "gateway/path/make_admitter.hpp"
 
-#include "gateway/process/server.hpp"
+#include "gateway/path/model_files.hpp"
 
 #include <algorithm>
 #include <ctime>
@@ -21,16 +21,17 @@ std::int64_t unixNow() {
 
 }  // namespace
 
-std::unique_ptr<admission::Admitter> makeAdmitter(const Server& server, AdmitterRole role) {
-    const conf::Config& config = server.config();
-    const size_t own = config.model.count_cache_bytes - server.sharedSegments()->maxBytes();
+std::unique_ptr<admission::Admitter> makeAdmitter(const conf::Config& config, const ModelFiles& model,
+                                                  const std::shared_ptr<admission::SharedSegmentCache>& shared_segments,
+                                                  size_t admission_threads, AdmitterRole role) {
+    const size_t own = config.model.count_cache_bytes - shared_segments->maxBytes();
     const bool offloading = config.limits.offload_admission_bytes > 0;
     const size_t pool_part = offloading ? own / 4 * 3 : own / 64;
-    const size_t bytes = role == AdmitterRole::pool ? pool_part / std::max<size_t>(1, server.admissionThreads())
+    const size_t bytes = role == AdmitterRole::pool ? pool_part / std::max<size_t>(1, admission_threads)
                                                     : (own - pool_part) / std::max<size_t>(1, config.threads);
     return std::make_unique<admission::Admitter>(
-        server.tokenizer(), server.chatTemplate(), unixNow,
-        admission::TokenCounterLimits{.cache_bytes = bytes, .shared_segments = server.sharedSegments()});
+        model.tokenizer, model.chat_template, unixNow,
+        admission::TokenCounterLimits{.cache_bytes = bytes, .shared_segments = shared_segments});
 }
 
 }  // namespace dpgate::gateway

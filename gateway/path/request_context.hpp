@@ -1,5 +1,6 @@
-// What one request carries through its stages (request_path.hpp): where it
-// came from, the config it is served under, who is calling, and what it holds.
+// What one request carries through its stages (request_path.hpp): its
+// connection, the config it is served under, who is calling, what it holds,
+// and the two parts of the process it may use (path_parts.hpp).
 #pragma once
 
 #include "admission/verdict.hpp"
@@ -17,25 +18,28 @@ class GatewayMetrics;
 
 namespace dpgate::gateway {
 
-class ClientSession;
-class Server;
-class Worker;
+class ClientConnection;
+struct PathShared;
+class PathLocal;
 
 struct RequestContext {
-    ClientSession& session;
-    Worker& worker;
-    Server& server;
+    ClientConnection& connection;
+    PathShared& shared;
+    PathLocal& local;
     // One config for the whole request: a reload while it runs changes
-    // nothing here (every loaded config stays alive, server.hpp).
+    // nothing here (every loaded config stays alive).
     const conf::Config& config;
     ClientRequest& request;
     AccessRecord& record;  // the access-log line; record.request_id names the request
     bool keep_alive;
     metrics::GatewayMetrics* metrics;  // null when metrics are off
     std::optional<auth::KeyInfo> key;  // null: no key (auth not required) or not yet authenticated
+    // A slot of the key's limits, held by the request until its answer ends
+    // (answerEnds, answer.hpp); given back by its destructor however else
+    // the request ends.
     auth::KeyLease key_lease;
-    // Set when the worker's admission thread judged the request already
-    // (a large body, request_path.cpp); null otherwise.
+    // Set when the admission pool judged the request already (a large
+    // body, request_path.cpp); null otherwise.
     admission::Verdict* judged = nullptr;
 };
 

@@ -10,7 +10,7 @@ namespace dpgate::gateway {
 // (a counter through a bijective mix), so a worker never repeats an id
 // within 2^63 requests, and workers differ by their random seeds. Not
 // secret: an id names a request in logs, it grants nothing. mt19937_64 took
-// 360 instructions per request for the same (issue 18).
+// 360 instructions per request for the same.
 class RequestIdSource {
 public:
     explicit RequestIdSource(std::uint64_t seed) : state_(seed) {}

@@ -1,16 +1,20 @@
 #include "gateway/path/request_path.hpp"
 
+#include "gateway/backends/backend_registry.hpp"
+#include "gateway/backends/router.hpp"
 #include "gateway/http/http_grammar.hpp"
 #include "gateway/path/accounting.hpp"
 #include "gateway/path/admit_request.hpp"
+#include "gateway/path/answer.hpp"
+#include "gateway/path/body_pump.hpp"
 #include "gateway/path/caller.hpp"
+#include "gateway/path/client_connection.hpp"
+#include "gateway/path/client_watch.hpp"
 #include "gateway/path/local_endpoints.hpp"
-#include "gateway/path/relay.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/path/retry.hpp"
+#include "gateway/path/upstream_exchange.hpp"
 #include "gateway/platform/log.hpp"
-#include "gateway/process/client_session.hpp"
-#include "gateway/process/server.hpp"
-#include "gateway/process/worker.hpp"
 #include "routing/affinity_key.hpp"
 
 #include <boost/beast/core/string.hpp>
@@ -71,26 +75,28 @@ awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
     if (path == "/health" || path == "/v1/models") {
         if (!is_get) {
             ApiError error = ApiError::methodNotAllowed("use GET for " + std::string(path) + ".");
-            co_return co_await c.session.writeError(error, c.keep_alive);
+            co_return co_await refuse(c, error, c.keep_alive);
         }
         http::response<http::string_body> response{http::status::ok, 11};
         response.set(http::field::content_type, "application/json");
         response.set("X-Request-ID", c.record.request_id);
         response.keep_alive(c.keep_alive);
         if (path == "/health") {
-            auto [status, body] = healthBody(c.server.backends());
+            auto [status, body] = healthBody(c.shared.backends);
             response.result(status);
             response.body() = std::move(body);
         } else {
-            response.body() = modelsBody(c.config.model, c.server.backends().publicWindow());
+            response.body() = modelsBody(c.config.model, c.shared.backends.publicWindow());
         }
-        co_return (co_await c.session.writeResponse(response) && c.keep_alive);
+        AnswerOutcome outcome;
+        const bool written = co_await writeAnswer(c, response, outcome);
+        co_return written&& c.keep_alive;
     }
     ApiError error =
         ApiError::notFound("no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
                            std::string(clipUtf8(path, kQuotedBytes)) +
                            "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models and /health.");
-    co_return co_await c.session.writeError(error, c.keep_alive);
+    co_return co_await refuse(c, error, c.keep_alive);
 }
 
 // Tests prove the session's last line of defence (any exception becomes a
@@ -135,14 +141,22 @@ std::string_view repeatedField(const RequestContext& c) {
 
 // A refusal before admission, written from a frame of its own (the error
 // is moved in: serveRequest is not a coroutine and keeps nothing).
-awaitable<bool> refuse(RequestContext& c, ApiError error, http::field extra, std::string extra_value) {
-    co_return co_await c.session.writeError(error, c.keep_alive, extra, extra_value);
+awaitable<bool> refuseHead(RequestContext& c, ApiError error, http::field extra, std::string extra_value) {
+    co_return co_await refuse(c, error, c.keep_alive, extra, extra_value);
 }
 
 awaitable<bool> refuseNoBackend(RequestContext& c) {
-    return refuse(
-        c, ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable"),
-        http::field::unknown, {});
+    ApiError error =
+        ApiError::unavailable("no backend is available: every backend is down or drained.", "backend_unavailable");
+    co_return co_await refuse(c, error, c.keep_alive);
+}
+
+// The body refused while it was read (400 framing, 413, 503 beyond the
+// buffered-body budget): the connection closes after the answer.
+awaitable<bool> refuseBody(RequestContext& c, const ClientConnection::BodyRead& read) {
+    const http::field extra = read.retry_after.empty() ? http::field::unknown : http::field::retry_after;
+    co_await refuse(c, *read.refusal, false, extra, read.retry_after);
+    co_return false;
 }
 
 awaitable<bool> proxyLargeRequest(RequestContext& c);
@@ -160,32 +174,38 @@ awaitable<bool> proxyRequest(RequestContext& c) {
     // Too much work for this thread after all: judged in the pool.
     if (!c.judged && !quick) co_return co_await proxyLargeRequest(c);
     admission::Verdict& verdict = c.judged ? *c.judged : *quick;
-    if (auto* refused = std::get_if<admission::Refused>(&verdict))
-        co_return co_await c.session.writeError(*refused, c.keep_alive);
+    if (auto* refused = std::get_if<admission::Refused>(&verdict)) co_return co_await refuse(c, *refused, c.keep_alive);
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
 
     // 5. Plan the route: the conversation's slot first, then where it goes
     // when that slot is overloaded or fails.
-    Router& router = c.server.router();
+    Router& router = c.shared.router;
     const RoutePlan plan = router.plan(affinityOf(c, admitted), double(admitted.prompt_tokens));
     if (plan.empty()) co_return co_await refuseNoBackend(c);
 
-    // 6. Forward with retry, through the Relay. Tokens of every stream are
-    // counted: a client that did not ask for the usage chunk gets the stream
-    // without it.
+    // 6. Forward with retry: one upstream exchange, its answer pumped to the
+    // client. Tokens of every stream are counted: a client that did not ask
+    // for the usage chunk gets the stream without it.
     const bool stream_usage_added = admitted.stream && !admitted.has_stream_options && c.config.metrics.stream_usage;
-    Relay relay(c, admitted, stream_usage_added);
-    if (worthWatching(admitted)) relay.watchClient();
+    ClientWatch watch;
+    if (worthWatching(admitted)) watch.start(c.local.io(), c.connection);
+    UpstreamExchange exchange({.request = c.request,
+                               .admitted = admitted,
+                               .request_id = c.record.request_id,
+                               .peer = c.connection.peerAddress(),
+                               .stream_usage_added = stream_usage_added},
+                              c.config.limits, c.shared.backends, c.local, c.metrics, watch);
     const std::optional<uint32_t> pin = pinnedRank(c);
     const RetryObserver on_retry = logRetry(c);
-    Forwarded forwarded = co_await forwardWithRetry(router, plan, pin, relay, on_retry);
+    Forwarded forwarded = co_await forwardWithRetry(router, plan, pin, exchange, on_retry);
     switch (forwarded.answer.kind) {
         case UpstreamAnswer::Kind::client_gone: co_return false;
         case UpstreamAnswer::Kind::failed:
-        case UpstreamAnswer::Kind::timed_out: co_return co_await relay.answerFailure(forwarded.lease, forwarded.answer);
+        case UpstreamAnswer::Kind::timed_out: co_return co_await answerNoAnswer(c, forwarded.lease, forwarded.answer);
         case UpstreamAnswer::Kind::answered: break;
     }
-    const bool keep_alive = co_await relay.relayAnswer(forwarded.lease);
+    const bool keep_alive =
+        co_await pumpAnswer(c, exchange, forwarded.lease, watch, stream_usage_added, admitted.sequences);
 
     // 7. Account.
     accountAnswer(c, forwarded.lease, admitted);
@@ -209,8 +229,12 @@ awaitable<bool> proxyLargeRequest(RequestContext& c) {
 // keeps one frame.
 awaitable<bool> readBodyThenProxy(RequestContext& c) {
     // Awaited in a statement of its own: GCC 12 miscompiles `if (!co_await ...)` here.
-    const bool body_read = co_await c.session.readBody();
-    if (!body_read) co_return false;  // refused and answered, or the client is gone
+    const ClientConnection::BodyRead read = co_await c.connection.readBody(c.config.limits);
+    if (read.refusal) co_return co_await refuseBody(c, read);
+    if (!read.complete) {
+        if (read.gone) c.record.rejection = read.gone;
+        co_return false;  // the client is gone
+    }
     if (admitsOffThread(c)) co_return co_await proxyLargeRequest(c);
     co_return co_await proxyRequest(c);
 }
@@ -225,16 +249,16 @@ awaitable<bool> serveRequest(RequestContext& c) {
 
     // The head's own sense: each field dpgate acts on at most once.
     if (const std::string_view repeated = repeatedField(c); !repeated.empty())
-        return refuse(c,
-                      ApiError::badRequest("more than one " + std::string(clipUtf8(repeated, kQuotedBytes)) +
-                                               " header field; send it once.",
-                                           "duplicate_header"),
-                      http::field::unknown, {});
+        return refuseHead(c,
+                          ApiError::badRequest("more than one " + std::string(clipUtf8(repeated, kQuotedBytes)) +
+                                                   " header field; send it once.",
+                                               "duplicate_header"),
+                          http::field::unknown, {});
 
     // 1. Who is calling. The OpenAI API needs a key; /health answers monitors without one.
     if (path.starts_with("/v1/")) {
-        Authentication who = authenticate(*c.server.keys(), c.request[http::field::authorization]);
-        if (who.refusal) return refuse(c, std::move(*who.refusal), http::field::www_authenticate, "Bearer");
+        Authentication who = authenticate(*c.shared.keys.local(), c.request[http::field::authorization]);
+        if (who.refusal) return refuseHead(c, std::move(*who.refusal), http::field::www_authenticate, "Bearer");
         c.key = std::move(who.key);
         if (c.key) {
             c.record.key_name = c.key->name;
@@ -243,20 +267,20 @@ awaitable<bool> serveRequest(RequestContext& c) {
     }
     if (path != "/v1/chat/completions" && path != "/v1/completions") return answerLocally(c, path);
     if (c.request.method() != http::verb::post)
-        return refuse(c, ApiError::methodNotAllowed("use POST for " + std::string(path) + "."), http::field::unknown,
-                      {});
+        return refuseHead(c, ApiError::methodNotAllowed("use POST for " + std::string(path) + "."),
+                          http::field::unknown, {});
 
     // 2. How much they may: a slot of the key's limits, held until the answer is out.
-    KeyLeaseResult leased = leaseKey(c.server.keyLimiter(), c.key, c.record.started);
+    KeyLeaseResult leased = leaseKey(c.shared.key_limiter.local(), c.key, c.record.started);
     if (leased.refusal)
-        return refuse(c, std::move(*leased.refusal), http::field::retry_after,
-                      std::to_string(leased.retry_after_seconds));
+        return refuseHead(c, std::move(*leased.refusal), http::field::retry_after,
+                          std::to_string(leased.retry_after_seconds));
     c.key_lease = std::move(leased.lease);
 
     // 3. The body, only now that the head has earned it, held against the
     // process's budget (503 beyond it). What came with the head is taken at
     // once; the rest is read as it arrives.
-    if (!c.session.takeBody()) return readBodyThenProxy(c);
+    if (!c.connection.takeBody()) return readBodyThenProxy(c);
     if (admitsOffThread(c)) return proxyLargeRequest(c);
     return proxyRequest(c);
 }

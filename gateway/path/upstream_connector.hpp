@@ -1,6 +1,6 @@
 // The seam between deciding where a request goes and moving its bytes: the
 // retry loop (retry.hpp) asks a connector for one try on a leased slot and
-// learns how it went. The Relay is the connector that speaks HTTP to a
+// learns how it went. The UpstreamExchange is the connector that speaks HTTP to a
 // backend; tests put a scripted one in its place, so retry and lease
 // behaviour are tested without sockets.
 #pragma once

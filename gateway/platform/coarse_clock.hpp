@@ -9,7 +9,7 @@
 
 namespace dpgate::gateway {
 
-// A proxied request took ten clock reads in issue 18's profile; the pool's
+// A proxied request reads the time about ten times (in a profile); the pool's
 // idle ages and the work meter's 300 s window need no more than a tick.
 inline std::chrono::steady_clock::time_point coarseNow() noexcept {
     timespec now{};
@@ -19,8 +19,8 @@ inline std::chrono::steady_clock::time_point coarseNow() noexcept {
 }
 
 // coarseNow() plus one tick and 10 ms: a deadline's start (the deadline of
-// every read and write took a now(): about 1% of a small proxied request's
-// CPU in issue 18's profile). A tick value can lag by more than a tick when
+// every read and write would take a now(): about 1% of a small proxied
+// request's CPU in a profile). A tick value can lag by more than a tick when
 // the timekeeping update comes late (a loaded virtual machine: a few ms,
 // seen in CI); the 10 ms keep a deadline from coming early then, and
 // deadlines are only as exact as the 100 ms sweep period anyway.

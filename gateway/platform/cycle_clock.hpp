@@ -3,7 +3,8 @@
 // metrics and the access line. steady_clock::now() costs 27 ns on these
 // machines: the vDSO reads the time-stamp counter ordered (it waits for the
 // instructions before it) and converts it. This clock reads the counter
-// unordered (16 ns) and scales it with one multiply.
+// unordered (16 ns) and scales it with one multiply (docs/BENCHMARKS.md has
+// the figures).
 //
 // It is steady, with an epoch of its own: its time points are a type of
 // their own, not steady_clock's. It reads the counter only where the kernel

@@ -5,7 +5,8 @@
 // a few dozen of them: a request that comes back to its state after the
 // other connections ran walks the page tables for it. Backed by transparent
 // huge pages, the same heap is a handful of 2 MiB pages (1.7-3.5 % less CPU
-// per request at 256 connections, 8 MB more resident).
+// per request at 256 connections, 8 MB more resident, measured in
+// docs/BENCHMARKS.md).
 //
 // The fast path heap_pages (common/fast_paths.hpp), also turned off by the
 // config's huge_pages: false; its plain twin is the allocator's own way

@@ -2,12 +2,12 @@
 // that loaded it. Its count is a plain integer, shared with that thread's
 // hold on the value, where a std::shared_ptr copy or drop is a locked
 // instruction even when no other thread shares its count: a proxied request
-// took the key store, the key limiter and the routing table, six locked
-// instructions at about 14 ns each on these machines (issue 18, nineteenth
-// round). So no two threads may use references to one hold at once: a
-// request's are made, copied and dropped by the worker thread serving it,
-// or dropped after that thread has stopped, by the thread that destroys its
-// io_context (ThreadSanitizer sees any overlap).
+// takes the key store, the key limiter and the routing table, which would be
+// six locked instructions at about 14 ns each on these machines. So no two
+// threads may use references to one hold at once: a request's are made,
+// copied and dropped by the worker thread serving it, or dropped after that
+// thread has stopped, by the thread that destroys its io_context
+// (ThreadSanitizer sees any overlap).
 #pragma once
 
 #include <cstdint>

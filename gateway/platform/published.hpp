@@ -4,7 +4,7 @@
 // Why not std::atomic_load of a shared_ptr: libstdc++ implements it with a
 // mutex from a small global pool, and every copy bumps the one reference
 // count all worker threads share, so two workers bounce its cache line on
-// every request (docs/BENCHMARKS.md, issue 18).
+// every request (docs/BENCHMARKS.md).
 //
 // Here each thread keeps its own hold on the value it last saw, and a load
 // answers from it while nothing new was stored: one atomic load of the

@@ -5,11 +5,11 @@
 // call each one switches the thread to asynchronous cancellation and back,
 // two locked compare-and-swaps. A locked instruction waits for the core's
 // pending stores to drain; on these machines 32 more per request cost 2.3 %
-// of a small proxied request's CPU, and these two calls made 8 per request.
-// dpgate never cancels a thread, so here the system call is made directly
-// (syscall() takes its arguments as longs: each is passed as one). Under
-// the sanitizers the libc calls stay: they intercept them to check the
-// buffers and to follow the descriptors.
+// of a small proxied request's CPU, and these two calls would make 8 per
+// request. dpgate never cancels a thread, so here the system call is made
+// directly (syscall() takes its arguments as longs: each is passed as one).
+// Under the sanitizers the libc calls stay: they intercept them to check
+// the buffers and to follow the descriptors.
 //
 // The fast path uncancellable_io (common/fast_paths.hpp); the libc call is
 // its plain twin (`direct` false), and uncancellable_io_test runs both.

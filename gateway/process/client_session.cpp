@@ -2,6 +2,7 @@
 
 #include "gateway/metrics/in_flight.hpp"
 #include "gateway/net/lingering_close.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/path/request_id.hpp"
 #include "gateway/path/request_path.hpp"
 #include "gateway/platform/heap_pages.hpp"
@@ -16,53 +17,29 @@
 namespace dpgate::gateway {
 namespace {
 
-// Body reads: large enough that a 100 MB upload is not a million reads.
-constexpr size_t kBodyReadBytes = 64 * 1024;
 // A head's first read; its later ones.
 constexpr size_t kFirstHeadReadBytes = 4096;
 constexpr size_t kHeadReadBytes = 8192;
 // What the read buffer may keep between requests: a body read grows it to
-// kBodyReadBytes and more, and ten thousand idle connections must not each
-// keep that.
+// 64 KiB and more, and ten thousand idle connections must not each keep that.
 constexpr size_t kIdleBufferBytes = 16 * 1024;
 // A body whose buffer reached this (the parser's first reservation, so a
 // body that grew past it) has its freed memory handed back to the system.
 constexpr size_t kReturnMemoryAfterBytes = ClientRequestParser::kFirstReserveBytes;
-// Retry-After on a 503 for the buffered-body budget: bodies in memory are
-// forwarded and freed within seconds.
-constexpr std::string_view kBudgetRetryAfterSeconds = "1";
-
-std::string_view bytesOf(const beast::flat_buffer& buffer) {
-    return {static_cast<const char*>(buffer.data().data()), buffer.size()};
-}
-
-ApiError refusalOf(const RequestRefusal& refusal) {
-    switch (refusal.status) {
-        case 413: return ApiError::payloadTooLarge(refusal.message);
-        case 431: return ApiError::headerTooLarge(refusal.message);
-        case 503: return ApiError::unavailable(refusal.message, "overloaded", "server_error");
-        default: return ApiError::badRequest(refusal.message);
-    }
-}
-
 }  // namespace
 
 ClientSession::ClientSession(Worker& worker, tcp::socket socket, const tcp::endpoint& peer,
                              std::shared_ptr<net::ssl::context> tls, ConnectionsPerAddress::Slot address_slot)
-    : worker_(worker),
-      stream_(worker.deadlines(), std::move(socket)),
-      tls_(std::move(tls)),
-      address_slot_(std::move(address_slot)),
-      peer_address_(peer.address().to_string()) {
-    error_code ec;
-    stream_.socket().set_option(tcp::no_delay(true), ec);
+    : ClientConnection(worker.deadlines(), std::move(socket), peer, std::move(tls)),
+      worker_(worker),
+      address_slot_(std::move(address_slot)) {
     worker_.attach(this);
-    worker_.server().openConnections().fetch_add(1, std::memory_order_relaxed);
+    worker_.server().connectionCount().fetch_add(1, std::memory_order_relaxed);
 }
 
 ClientSession::~ClientSession() {
     worker_.detach(this);
-    worker_.server().openConnections().fetch_sub(1, std::memory_order_relaxed);
+    worker_.server().connectionCount().fetch_sub(1, std::memory_order_relaxed);
 }
 
 void ClientSession::start(std::shared_ptr<ClientSession> session) {
@@ -85,12 +62,6 @@ void ClientSession::start(std::shared_ptr<ClientSession> session) {
 
 void ClientSession::closeIfIdle() {
     if (idle_.linked) close();
-}
-
-void ClientSession::close() {
-    error_code ec;
-    stream_.socket().shutdown(tcp::socket::shutdown_both, ec);
-    stream_.socket().close(ec);
 }
 
 awaitable<bool> ClientSession::startTls() {
@@ -165,7 +136,7 @@ awaitable<ClientSession::ReadResult> ClientSession::readHead() {
                                   &server.bodyBudget(), limits.max_buffered_body_bytes});
     // The head only: the body is the request path's to read, once the head has earned it.
     while (true) {
-        buffer_.consume(parser_->put(bytesOf(buffer_)));
+        buffer_.consume(parser_->put(bufferedBytes()));
         if (parser_->failed()) {
             const ApiError refusal = refusalOf(parser_->refusal());
             co_return co_await refuseRequest(refusal);
@@ -190,51 +161,6 @@ awaitable<ClientSession::ReadResult> ClientSession::readHead() {
     co_return ReadResult::request;
 }
 
-bool ClientSession::takeBody() {
-    ClientRequestParser& parser = *parser_;
-    if (parser.is_done()) return true;
-    // Even with nothing buffered: the body's share of the budget is taken here.
-    buffer_.consume(parser.put(bytesOf(buffer_)));
-    return parser.is_done();
-}
-
-awaitable<bool> ClientSession::readBody() {
-    ClientRequestParser& parser = *parser_;
-    const conf::LimitsConfig& limits = request_->config.limits;
-    // Sent only now: after the checks of the head and the budget passed.
-    if (expects_continue_ && !parser.failed() && !parser.is_done()) {
-        stream_.expires_after(ms(limits.client_write_timeout_ms));
-        static constexpr std::string_view kContinue = "HTTP/1.1 100 Continue\r\n\r\n";
-        auto [wec, wn] = co_await net::async_write(stream_, net::buffer(kContinue), use_nothrow);
-        if (wec) co_return false;
-    }
-    // The body grows as it arrives, with admission's padding (client_request.hpp).
-    while (!parser.failed() && !parser.is_done()) {
-        stream_.expires_after(ms(limits.body_idle_timeout_ms));
-        auto [ec, n] = co_await stream_.async_read_some(buffer_.prepare(kBodyReadBytes), use_nothrow);
-        if (ec) {
-            request_->record.rejection = ec == beast::error::timeout ? "body_timeout" : "client_closed";
-            co_return false;
-        }
-        buffer_.commit(n);
-        buffer_.consume(parser.put(bytesOf(buffer_)));
-    }
-    if (!parser.failed()) co_return true;
-    const ApiError error = refusalOf(parser.refusal());
-    const bool overloaded = parser.refusal().status == 503;
-    const http::field extra = overloaded ? http::field::retry_after : http::field::unknown;
-    const std::string_view extra_value = overloaded ? kBudgetRetryAfterSeconds : std::string_view();
-    co_await writeError(error, false, extra, extra_value);
-    co_return false;
-}
-
-void ClientSession::dropBufferedBody() {
-    ClientRequestParser& parser = *parser_;
-    if (parser.failed() || parser.is_done()) return;
-    parser.discardBody();
-    buffer_.consume(parser.put(bytesOf(buffer_)));
-}
-
 awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError& error) {
     http::response<http::string_body> response{static_cast<http::status>(error.http_status), 11};
     response.set(http::field::content_type, "application/json");
@@ -242,7 +168,7 @@ awaitable<ClientSession::ReadResult> ClientSession::refuseRequest(const ApiError
     response.body() = error.body();
     response.prepare_payload();
     const bool head_only = parser_ && parser_->is_header_done() && parser_->get().method() == http::verb::head;
-    co_await send(response, head_only);
+    co_await send(response, head_only, worker_.server().config().limits.client_write_timeout_ms);
     // Refused before it was a request (framing, sizes): logged all the same.
     AccessRecord record;
     assignRequestId(record.request_id, "", worker_.requestIds());
@@ -284,7 +210,7 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
     assignRequestId(record.request_id, request[beast::string_view("X-Request-ID")], worker_.requestIds());
     record.method.assign(clipUtf8(request.method_string(), 32));
     record.path.assign(clipUtf8(request.target().substr(0, request.target().find('?')), 2048));
-    InFlight in_flight(worker_.server().requestsInFlight());
+    InFlight in_flight(worker_.server().requestCount());
     Server& server = worker_.server();
     const conf::Config& config = server.config();
     bool keep_alive = false;
@@ -292,8 +218,8 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
     std::string failure;
     try {
         RequestContext context{*this,
-                               worker_,
-                               server,
+                               worker_.pathShared(),
+                               worker_.pathLocal(),
                                config,
                                request,
                                record,
@@ -301,7 +227,6 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
                                config.metrics.enabled ? &server.metrics() : nullptr,
                                std::nullopt,
                                auth::KeyLease()};
-        request_ = &context;
         keep_alive = co_await serveRequest(context);
     } catch (const std::exception& e) {
         failed = true;
@@ -310,7 +235,6 @@ awaitable<bool> ClientSession::serve(ClientRequest& request) {
         failed = true;
         failure = "unknown exception";
     }
-    request_ = nullptr;
     if (failed) keep_alive = co_await answerInternalError(record, config, failure);
     record.bytes_in = request.body().size();
     worker_.logAccess(record);
@@ -339,52 +263,8 @@ awaitable<bool> ClientSession::answerInternalError(AccessRecord& record, const c
     const bool head_only = parser_->get().method() == http::verb::head;
     record.status = 500;
     record.bytes_out = head_only ? 0 : response.body().size();
-    co_await send(response, head_only);
+    co_await send(response, head_only, config.limits.client_write_timeout_ms);
     co_return false;
-}
-
-awaitable<bool> ClientSession::writeResponse(http::response<http::string_body>& response) {
-    if (!parser_->is_done()) {
-        dropBufferedBody();
-        if (!parser_->is_done()) response.keep_alive(false);
-    }
-    response.prepare_payload();
-    const bool head_only = parser_->get().method() == http::verb::head;
-    if (request_) {
-        request_->key_lease.release();  // a complete answer: see KeyLease
-        request_->record.status = response.result_int();
-        request_->record.bytes_out = head_only ? 0 : response.body().size();
-    }
-    co_return co_await send(response, head_only);
-}
-
-awaitable<bool> ClientSession::send(http::response<http::string_body>& response, bool head_only) {
-    // The request's own config when there is one (one snapshot per request).
-    const conf::Config& config = request_ ? request_->config : worker_.server().config();
-    stream_.expires_after(ms(config.limits.client_write_timeout_ms));
-    if (head_only) {
-        // The head says what GET would send (Content-Length); RFC 9110 9.3.2.
-        http::response_serializer<http::string_body> serializer(response);
-        auto [ec, n] = co_await http::async_write_header(stream_, serializer, use_nothrow);
-        co_return !ec;
-    }
-    auto [ec, n] = co_await http::async_write(stream_, response, use_nothrow);
-    co_return !ec;
-}
-
-awaitable<bool> ClientSession::writeError(const ApiError& error, bool keep_alive, http::field extra,
-                                          std::string_view extra_value) {
-    http::response<http::string_body> response{static_cast<http::status>(error.http_status), 11};
-    response.set(http::field::content_type, "application/json");
-    if (request_) {
-        response.set("X-Request-ID", request_->record.request_id);
-        request_->record.rejection = error.code;
-    }
-    if (extra != http::field::unknown) response.set(extra, extra_value);
-    response.keep_alive(keep_alive);
-    response.body() = error.body();
-    const bool written = co_await writeResponse(response);
-    co_return written&& response.keep_alive();
 }
 
 }  // namespace dpgate::gateway

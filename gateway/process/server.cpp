@@ -87,13 +87,21 @@ Server::Server(conf::Config config, ServeOptions options)
     // Half the threads per key at most: one client's stream of huge requests
     // leaves the other half to everyone else.
     const size_t admission_threads = admissionThreads();
-    admission_pool_ =
-        std::make_unique<AdmissionPool>(admission_threads, std::max<size_t>(1, admission_threads / 2),
-                                        [this](size_t) { return makeAdmitter(*this, AdmitterRole::pool); });
+    admission_pool_ = std::make_unique<AdmissionPool>(
+        admission_threads, std::max<size_t>(1, admission_threads / 2), [this, admission_threads](size_t) {
+            return makeAdmitter(config_, model_files_, shared_segments_, admission_threads, AdmitterRole::pool);
+        });
     logLine(LogLevel::info, "admission: " + std::to_string(admission_threads) + " threads for bodies of " +
                                 std::to_string(config_.limits.offload_admission_bytes) + " bytes and more, " +
                                 std::to_string(admission_pool_->perKeyThreads()) + " at most per key");
-    for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, i));
+    path_shared_.reset(new PathShared{.keys = keys_,
+                                      .key_limiter = key_limiter_,
+                                      .backends = backends_,
+                                      .router = router_,
+                                      .count_check = count_check_,
+                                      .admission_pool = *admission_pool_,
+                                      .metrics = metrics_});
+    for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, *path_shared_, i));
 }
 
 Server::~Server() {
@@ -116,7 +124,16 @@ int Server::run() {
     endpoint.port(port);  // a configured port 0 becomes the port the first worker got
     for (size_t i = 1; i < workers_.size(); ++i) workers_[i]->listen(endpoint);
 
-    admin_ = std::make_unique<AdminListener>(io, *this);
+    admin_ = std::make_unique<AdminListener>(io,
+                                             AdminPieces{.backends = backends_,
+                                                         .router = router_,
+                                                         .metrics = metrics_,
+                                                         .records = records_,
+                                                         .roles = roles_,
+                                                         .count_check = count_check_,
+                                                         .shared_segments = *shared_segments_,
+                                                         .admission_pool = *admission_pool_},
+                                             *this, *this);
     uint16_t admin_port =
         admin_->listen(tcp::endpoint(net::ip::make_address(config_.admin.address), config_.admin.port));
     admin_->start();
@@ -142,7 +159,7 @@ int Server::run() {
     std::function<void(const error_code&, int)> on_signal = [&](const error_code& ec, int signo) {
         if (ec) return;
         if (signo == SIGHUP) {
-            if (auto refused = reload()) logLine(LogLevel::error, "SIGHUP: reload refused: " + *refused);
+            if (auto refused = reload({})) logLine(LogLevel::error, "SIGHUP: reload refused: " + *refused);
             signals.async_wait(on_signal);
             return;
         }

@@ -16,9 +16,11 @@
 #include "gateway/metrics/sharded_count.hpp"
 #include "gateway/net/connections_per_address.hpp"
 #include "gateway/net/net.hpp"
+#include "gateway/ops/operator_actions.hpp"
 #include "gateway/path/access_log.hpp"
 #include "gateway/path/count_check.hpp"
 #include "gateway/path/model_files.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/platform/published.hpp"
 
 #include <boost/asio/ssl/context.hpp>
@@ -27,6 +29,7 @@
 #include <memory>
 #include <mutex>
 #include <optional>
+#include <span>
 #include <vector>
 
 namespace dpgate::gateway {
@@ -40,14 +43,10 @@ struct ServeOptions {
     bool ignore_state = false;  // --ignore-state: roles from the config, not state.dir
 };
 
-struct ReloadOptions {
-    bool allow_no_keys = false;
-};
-
-class Server {
+class Server final : public OperatorActions, public StatusReadings {
 public:
     explicit Server(conf::Config config, ServeOptions options = {});
-    ~Server();
+    ~Server() override;
 
     // Binds, serves until SIGTERM/SIGINT and the drain that follows. Returns
     // the process exit code.
@@ -56,50 +55,38 @@ public:
     // The config in force. Every config ever loaded stays alive (reloads are
     // rare and small), so a reference taken before a reload stays valid in
     // the coroutine that holds it.
-    const conf::Config& config() const { return *current_.load(std::memory_order_acquire); }
+    const conf::Config& config() const override { return *current_.load(std::memory_order_acquire); }
 
     // Re-reads config().source_path, validates it and swaps it in; returns
     // why it was refused (the running config then stays). A config that
     // requires keys and has none would lock every client out: refused
     // unless `allow_no_keys` (SIGHUP never allows it).
-    std::optional<std::string> reload(ReloadOptions options = {});
-    BackendRegistry& backends() { return backends_; }
-    // Where requests go and what they cost there (router.hpp).
-    Router& router() { return router_; }
-    // For the calling thread only (LocalRef), like keyLimiter().
-    LocalRef<const auth::KeyStore> keys() const { return keys_.local(); }
-    // A request releases on the limiter it acquired from, even across a reload.
-    LocalRef<auth::KeyLimiter> keyLimiter() const { return key_limiter_.local(); }
-    metrics::GatewayMetrics& metrics() { return metrics_; }
-    // dpgate's prompt counts against the backends' usage (count_check.hpp).
-    CountCheck& countCheck() { return count_check_; }
-    // Roles resumed from and written to state.dir (role_ledger.hpp).
-    RoleLedger& roles() { return roles_; }
-    // The acceptance records in acceptance.dir.
-    acceptance::RecordStore& records() { return records_; }
+    std::optional<std::string> reload(ReloadOptions options) override;
+    // For the calling thread only (LocalRef).
+    LocalRef<const auth::KeyStore> keys() const override { return keys_.local(); }
     // Rereads acceptance.dir and tells the registry, per backend, whether a
     // passing record matches what it reports now (and the window accepted).
-    void refreshAcceptance();
+    void refreshAcceptance() override;
+    int64_t openConnections() const override { return open_connections_.load(std::memory_order_relaxed); }
+    int64_t requestsInFlight() const override { return requests_in_flight_.value(); }
+    uint64_t bufferedBodyBytes() const override { return body_budget_.heldBytes(); }
+
     // Where access-log lines go; reopened on reload (log rotation).
     std::shared_ptr<AccessLogSink> accessLog() const { return access_log_.load(); }
     // The client listener's TLS context (null: plain HTTP); rebuilt on
     // reload, so a renewed certificate needs no restart.
     std::shared_ptr<net::ssl::context> tlsContext() const { return tls_.load(); }
-    // Null when no tokenizer is configured: admission then admits only what
-    // fits the window by the byte bound and answers 503 for the rest.
-    const std::shared_ptr<const admission::Tokenizer>& tokenizer() const { return model_files_.tokenizer; }
-    const std::shared_ptr<const admission::ChatTemplate>& chatTemplate() const { return model_files_.chat_template; }
+    // The served model's tokenizer and chat template (either may be null).
+    const ModelFiles& modelFiles() const { return model_files_; }
     // The segment counts every worker's counters share (half of
     // model.count_cache_bytes; the workers' own caches split the other half).
     const std::shared_ptr<admission::SharedSegmentCache>& sharedSegments() const { return shared_segments_; }
 
-    // Where admission that may take long runs (admission_pool.hpp).
-    AdmissionPool& admissionPool() { return *admission_pool_; }
-    // The pool's size: config admission_threads, or as many as the workers,
+    // The admission pool's size: config admission_threads, or as many as the workers,
     // at least two.
     size_t admissionThreads() const;
 
-    std::atomic<int64_t>& openConnections() { return open_connections_; }
+    std::atomic<int64_t>& connectionCount() { return open_connections_; }
     // Request bodies held in memory by every worker (limits.max_buffered_body_bytes).
     BodyBudget& bodyBudget() { return body_budget_; }
     // Client connections per peer address (limits.max_connections_per_ip).
@@ -109,8 +96,10 @@ public:
     // (at once on `asking`'s thread, else posted to its own). False when no
     // worker has one.
     bool evictIdleConnection(Worker& asking);
-    metrics::ShardedCount<int64_t>& idleUpstream(size_t backend) { return idle_upstream_[backend]; }
-    metrics::ShardedCount<int64_t>& requestsInFlight() { return requests_in_flight_; }
+    // Per backend: idle upstream connections over all workers (UpstreamPool).
+    std::span<metrics::ShardedCount<int64_t>> idleUpstream() { return {idle_upstream_.get(), config_.backends.size()}; }
+    metrics::ShardedCount<int64_t>& requestCount() { return requests_in_flight_; }
+    metrics::GatewayMetrics& metrics() { return metrics_; }
 
 private:
     void beginShutdown();
@@ -145,6 +134,8 @@ private:
     // Stopped and joined first in ~Server: its work reads request bodies
     // that live in the workers' coroutine frames.
     std::unique_ptr<AdmissionPool> admission_pool_;
+    // What every worker's requests share (path_parts.hpp).
+    std::unique_ptr<PathShared> path_shared_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<HealthChecker> health_;
     std::unique_ptr<AdminListener> admin_;

@@ -34,17 +34,14 @@ std::uint64_t randomSeed() {
 
 }  // namespace
 
-Worker::Worker(Server& server, size_t index)
+Worker::Worker(Server& server, PathShared& path, size_t index)
     : server_(server),
       index_(index),
-      admitter_(makeAdmitter(server, AdmitterRole::worker)),
-      request_ids_(randomSeed() ^ uint64_t(index)) {
-    const conf::Config& config = server.config();
-    for (size_t b = 0; b < config.backends.size(); ++b)
-        pools_.push_back(std::make_unique<UpstreamPool>(
-            io_, deadlines_, config.backends[b], server.idleUpstream(b), config.limits.upstream_max_idle_connections,
-            config.limits.upstream_connect_timeout_ms, config.limits.upstream_idle_timeout_ms));
-}
+      path_shared_(path),
+      path_local_(io_, deadlines_, server.config(), path.backends, path.metrics, server.idleUpstream(),
+                  makeAdmitter(server.config(), server.modelFiles(), server.sharedSegments(), server.admissionThreads(),
+                               AdmitterRole::worker)),
+      request_ids_(randomSeed() ^ uint64_t(index)) {}
 
 uint16_t Worker::listen(const tcp::endpoint& endpoint) {
     acceptor_.open(endpoint.protocol());
@@ -110,8 +107,7 @@ awaitable<void> Worker::acceptLoop() {
         // limit the oldest idle connection of any worker makes room (the
         // count overshoots by the evictions still under way); with none idle,
         // the new connection is closed at once.
-        if (server_.openConnections().load(std::memory_order_relaxed) >= int64_t(limits.max_connections) &&
-            !server_.evictIdleConnection(*this)) {
+        if (server_.openConnections() >= int64_t(limits.max_connections) && !server_.evictIdleConnection(*this)) {
             refuseConnection(socket, "max_connections");
             continue;
         }
@@ -140,67 +136,13 @@ bool Worker::evictOldestIdle() {
     IdleHook* oldest = idle_.oldest();
     if (oldest == nullptr) return false;
     idle_.remove(*oldest);
-    oldest->session->close();
+    oldest->owner->closeIdle();
     server_.metrics().idle_connections_evicted.inc();
     return true;
 }
 
 void Worker::postEvictOldestIdle() {
     net::post(io_, [this] { evictOldestIdle(); });
-}
-
-const admission::AdmissionLimits& Worker::admissionLimits(const conf::Config& config, uint64_t public_window) {
-    if (&config != admission_limits_from_) {
-        admission_limits_from_ = &config;
-        admission_limits_.served_model_id = config.model.id;
-        admission_limits_.model_aliases = config.model.aliases;
-        admission_limits_.max_output_tokens = config.model.max_output_tokens;
-        admission_limits_.image_reserve_tokens = config.model.image_reserve_tokens;
-        admission_limits_.max_images = config.model.max_images;
-        admission_limits_.max_body_bytes = config.limits.max_body_bytes;
-        admission_limits_.max_json_depth = config.limits.max_json_depth;
-        admission_limits_.max_n = config.limits.max_n;
-    }
-    admission_limits_.window_tokens = public_window;
-    return admission_limits_;
-}
-
-std::unique_ptr<char[]> Worker::takeRelayBuffer() {
-    if (spare_buffers_.empty())
-        return std::make_unique_for_overwrite<char[]>(server_.config().limits.relay_buffer_bytes);
-    std::unique_ptr<char[]> buffer = std::move(spare_buffers_.back());
-    spare_buffers_.pop_back();
-    return buffer;
-}
-
-void Worker::returnRelayBuffer(std::unique_ptr<char[]> buffer) {
-    // Keep as many as were ever in use at once, up to a bound: memory
-    // follows the peak of concurrent relays, not the request count.
-    if (spare_buffers_.size() < 256) spare_buffers_.push_back(std::move(buffer));
-}
-
-Worker::SlotMetrics& Worker::slotMetrics(size_t backend, uint32_t rank) {
-    SlotMetrics& slot = slot_metrics_[{backend, rank}];
-    if (!slot.inflight) {
-        metrics::GatewayMetrics& m = server_.metrics();
-        const std::string& name = server_.backends().config(backend).name;
-        const std::string rank_label = std::to_string(rank);
-        slot.inflight = &m.inflight_requests.with({name, rank_label});
-        slot.prompt_tokens = &m.prompt_tokens.with({name, rank_label});
-        slot.cached_prompt_tokens = &m.cached_prompt_tokens.with({name, rank_label});
-        slot.completion_tokens = &m.completion_tokens.with({name, rank_label});
-    }
-    return slot;
-}
-
-metrics::Counter& Worker::requestCounter(std::string_view path, unsigned status) {
-    // Paths reaching a relay are the two completion endpoints: the list stays short.
-    for (const RequestCounter& known : request_counters_)
-        if (known.status == status && known.path == path) return *known.counter;
-    metrics::Counter& counter =
-        server_.metrics().requests.with({path, status == 0 ? "client_closed" : std::to_string(status)});
-    request_counters_.push_back({std::string(path), status, &counter});
-    return counter;
 }
 
 void Worker::logAccess(const AccessRecord& record) {
@@ -233,7 +175,7 @@ void Worker::beginShutdown() {
         acceptor_.close(ec);
         for (ClientSession* session : std::vector<ClientSession*>(sessions_.begin(), sessions_.end()))
             session->closeIfIdle();
-        for (auto& pool : pools_) pool->closeIdle();
+        path_local_.closeIdleUpstreams();
     });
 }
 

@@ -5,11 +5,12 @@
 #pragma once
 
 #include "admission/admit.hpp"
-#include "gateway/backends/upstream_pool.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net/idle_list.hpp"
 #include "gateway/net/net.hpp"
+#include "gateway/net/timed_socket.hpp"
 #include "gateway/path/access_log.hpp"
+#include "gateway/path/path_parts.hpp"
 #include "gateway/path/request_id.hpp"
 
 #include <map>
@@ -26,20 +27,18 @@ class ClientSession;
 
 class Worker {
 public:
-    Worker(Server& server, size_t index);
+    // `path`: what this worker's requests share with every other worker's.
+    Worker(Server& server, PathShared& path, size_t index);
 
     net::io_context& io() { return io_; }
     // The deadlines of this worker's client and upstream sockets.
     DeadlineList& deadlines() { return deadlines_; }
     Server& server() { return server_; }
     size_t index() const { return index_; }
-    UpstreamPool& pool(size_t backend) { return *pools_.at(backend); }
     RequestIdSource& requestIds() { return request_ids_; }
-    // Admits what is quick on this thread; the rest goes to the Server's
-    // AdmissionPool (admission_pool.hpp).
-    admission::Admitter& admitter() { return *admitter_; }
-    // The admission limits of `config` with the window set to the current public window.
-    const admission::AdmissionLimits& admissionLimits(const conf::Config& config, uint64_t public_window);
+    // The two parts of the process a request on this worker may use.
+    PathShared& pathShared() { return path_shared_; }
+    PathLocal& pathLocal() { return path_local_; }
     bool stopping() const { return stopping_; }
 
     // Binds (SO_REUSEPORT) and starts accepting; returns the bound port.
@@ -54,28 +53,10 @@ public:
     void closeAll();
     void stop() { io_.stop(); }
 
-    // Relay buffers of limits.relay_buffer_bytes, reused across requests: a
-    // fresh zeroed 64 KiB per request showed up as memset, page faults and
-    // TLB shootdowns in the proxy benchmark's profile.
-    std::unique_ptr<char[]> takeRelayBuffer();
-    void returnRelayBuffer(std::unique_ptr<char[]> buffer);
-
     // Buffers the request's access-log line (see access_log.hpp); a no-op
     // when log.access is off.
     void logAccess(const AccessRecord& record);
     void flushAccessLog();
-
-    // Metric children this worker updates, looked up once: a family's
-    // with() builds label strings and takes its lock, which per request
-    // showed in the metrics-on/off benchmark.
-    struct SlotMetrics {
-        metrics::Gauge* inflight = nullptr;
-        metrics::Counter* prompt_tokens = nullptr;
-        metrics::Counter* cached_prompt_tokens = nullptr;
-        metrics::Counter* completion_tokens = nullptr;
-    };
-    SlotMetrics& slotMetrics(size_t backend, uint32_t rank);
-    metrics::Counter& requestCounter(std::string_view path, unsigned status);
 
     void attach(ClientSession* session) { sessions_.insert(session); }
     void detach(ClientSession* session);
@@ -111,19 +92,9 @@ private:
     // per-socket locks are switched off. Posting from other threads stays safe.
     net::io_context io_{BOOST_ASIO_CONCURRENCY_HINT_UNSAFE_IO};
     tcp::acceptor acceptor_{io_};
-    std::vector<std::unique_ptr<UpstreamPool>> pools_;
-    std::vector<std::unique_ptr<char[]>> spare_buffers_;
-    std::unique_ptr<admission::Admitter> admitter_;
-    admission::AdmissionLimits admission_limits_;
-    const conf::Config* admission_limits_from_ = nullptr;  // rebuilt when a reload swaps the config
+    PathShared& path_shared_;
+    PathLocal path_local_;
     RequestIdSource request_ids_;
-    std::map<std::pair<size_t, uint32_t>, SlotMetrics> slot_metrics_;
-    struct RequestCounter {
-        std::string path;
-        unsigned status;
-        metrics::Counter* counter;
-    };
-    std::vector<RequestCounter> request_counters_;  // a handful: two endpoints x the statuses seen
     std::string access_lines_;
     net::steady_timer access_flush_timer_{io_};
     net::steady_timer sweep_timer_{io_};

@@ -60,16 +60,6 @@ bool onlyNullUsage(std::string_view event) {
     return true;
 }
 
-// What one JSON document says: its usage, and whether it is the usage-only
-// chunk. Read by simdjson On Demand (issue 15: one JSON reader beside
-// admission's, docs/BENCHMARKS.md "Usage reader" has the figures), with no
-// pre-check for a usage key: a vLLM answer always carries one, so the
-// memmem that looked for it never spared a parse (issue 18, ninth round).
-struct UsageFacts {
-    std::optional<UsageCounts> usage;  // none when absent or malformed
-    bool empty_choices = false;        // "choices": []
-};
-
 // The usage object's members nest a few levels at most; deeper is refused
 // rather than recursed into.
 constexpr int kMaxDepth = 64;
@@ -198,6 +188,22 @@ std::optional<UsageCounts> readUsage(od::value value) {
     return counts;
 }
 
+bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
+
+// The one reader of a usage object: its counts, nullopt when it is
+// malformed; a repeated key counts its last value. `text` begins with the
+// object; `alone`: it holds nothing else but whitespace (the tail walk's
+// cut), rather than the rest of a document after the object. The shape
+// backends write is read from the text (readWrittenUsage, the fast path
+// written_usage); any other spelling, and every one with the fast path off,
+// by `on_demand()`, which reads the same object by simdjson On Demand
+// (readUsage) and is called only then.
+template <typename OnDemand>
+std::optional<UsageCounts> readUsageObject(std::string_view text, bool alone, OnDemand&& on_demand) {
+    if (UsageCounts counts; fastPathOn(FastPath::written_usage) && readWrittenUsage(text, alone, counts)) return counts;
+    return on_demand();
+}
+
 // Whether the document's text ends where its value did: anything after it
 // (a second document, a cut one) makes the whole text malformed.
 bool endsThere(od::document& doc) {
@@ -205,11 +211,26 @@ bool endsThere(od::document& doc) {
     return doc.current_location().get(trailing) != simdjson::SUCCESS;
 }
 
-// The top-level members `usage` and `choices` of a document. The key
-// `usage` is matched as written (onlyNullUsage looks for those bytes);
+// What one JSON document says: its usage, and whether it is the usage-only
+// chunk. Read by simdjson On Demand, with no pre-check for a usage key: a
+// vLLM answer always carries one, so a search for it would never spare a
+// parse.
+struct UsageFacts {
+    std::optional<UsageCounts> usage;  // none when absent or malformed
+    bool empty_choices = false;        // "choices": []
+};
+
+// How readFacts reads the usage object: by readUsageObject, or by On Demand
+// alone (readWholeUsage: the twin that the tests and the fuzz target hold
+// the plain reader to).
+enum class UsageRead { plain_first, on_demand };
+
+// The top-level members `usage` and `choices` of the document `json`. The
+// key `usage` is matched as written (onlyNullUsage looks for those bytes);
 // other members are skipped, not validated. Nullopt when the document is
 // not one whole object.
-std::optional<UsageFacts> readFacts(od::document& doc) {
+template <UsageRead how>
+std::optional<UsageFacts> readFacts(od::document& doc, std::string_view json) {
     od::object root;
     if (doc.get_object().get(root)) return std::nullopt;
     UsageFacts facts;
@@ -218,7 +239,15 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
         od::value value;
         if (field.key().get(key) || field.value().get(value)) return std::nullopt;
         if (key == "usage") {
-            facts.usage = readUsage(value);
+            const auto on_demand = [&value] { return readUsage(value); };
+            if constexpr (how == UsageRead::on_demand) {
+                facts.usage = on_demand();
+            } else {
+                // The object's text runs on to the document's end; what the
+                // plain reader read, On Demand skips as a value left unread.
+                const auto start = size_t(value.raw_json_token().data() - json.data());
+                facts.usage = readUsageObject(json.substr(start), false, on_demand);
+            }
         } else if (key == "choices") {
             od::json_type type;
             od::array choices;
@@ -231,7 +260,8 @@ std::optional<UsageFacts> readFacts(od::document& doc) {
     return facts;
 }
 
-// The usage member's value alone, read as a document of its own.
+// The usage member's value alone, read as a document of its own (the tail
+// walk's cut).
 std::optional<UsageCounts> readUsageDocument(od::document& doc) {
     od::value root;
     if (doc.get_value().get(root)) return std::nullopt;
@@ -245,11 +275,12 @@ std::optional<UsageCounts> readUsageDocument(od::document& doc) {
 // hand over string_views without it.
 class FactsReader {
 public:
-    // What `reader` reads from the document `json`; nullopt when simdjson
-    // cannot index it, or memory runs out (no usage rather than a dropped
-    // request).
+    // What `reader(doc, text)` reads from the document `json` (`text`: the
+    // copy `doc` reads); nullopt when simdjson cannot index it, or memory
+    // runs out (no usage rather than a dropped request).
     template <typename Reader>
-    auto read(std::string_view json, Reader reader) noexcept -> decltype(reader(std::declval<od::document&>())) {
+    auto read(std::string_view json, Reader reader) noexcept
+        -> decltype(reader(std::declval<od::document&>(), std::string_view())) {
         try {
             // An answer can be up to the relay's 1 MiB copy; do not keep that
             // much per thread after one large answer.
@@ -264,7 +295,7 @@ public:
             std::memset(copy_.get() + json.size(), 0, simdjson::SIMDJSON_PADDING);
             od::document doc;
             if (parser_.iterate(copy_.get(), json.size(), copy_bytes_).get(doc)) return std::nullopt;
-            return reader(doc);
+            return reader(doc, std::string_view(copy_.get(), json.size()));
         } catch (...) {
             return std::nullopt;
         }
@@ -281,10 +312,13 @@ FactsReader& threadReader() {
     return reader;
 }
 
-std::optional<UsageFacts> usageFacts(std::string_view json) noexcept { return threadReader().read(json, readFacts); }
+template <UsageRead how>
+std::optional<UsageFacts> usageFacts(std::string_view json) noexcept {
+    return threadReader().read(json, readFacts<how>);
+}
 
 // The last top-level member of an answer named `usage`, found by walking
-// the answer backward from its end (issue 18, fifteenth round): a backend
+// the answer backward from its end: a backend
 // writes usage after the choices, so only the few members after it are
 // passed over, where reading the whole answer costs more than anything
 // else the relay does for it. The walk reads what it passes over only as
@@ -296,8 +330,6 @@ struct TailMember {
     enum class Kind { usage, none, unsure } kind = Kind::unsure;
     std::string_view value;  // the usage member's value, as written
 };
-
-bool isJsonSpace(char c) { return c == ' ' || c == '\n' || c == '\r' || c == '\t'; }
 
 class TailWalk {
 public:
@@ -412,16 +444,22 @@ private:
     size_t at_;
 };
 
-// The usage member's value: the written-shape reader first (the fast path
-// written_usage, written_usage.hpp), simdjson for any other spelling and
-// for every one when it is off.
+// The usage member's value the tail walk cut out.
 std::optional<UsageCounts> readUsageMember(std::string_view value) noexcept {
-    if (UsageCounts counts; fastPathOn(FastPath::written_usage) && readWrittenUsage(value, counts)) return counts;
-    return threadReader().read(value, readUsageDocument);
+    return readUsageObject(value, true, [value] {
+        return threadReader().read(value, [](od::document& doc, std::string_view) { return readUsageDocument(doc); });
+    });
 }
 
 std::optional<Usage> judged(const std::optional<UsageCounts>& counts, const UsageCheck& check) {
     return counts ? usageOf(*counts, check) : std::nullopt;
+}
+
+// The usage of the whole document `json`.
+template <UsageRead how>
+std::optional<Usage> wholeUsage(std::string_view json, const UsageCheck& check) noexcept {
+    auto facts = usageFacts<how>(json);
+    return facts ? judged(facts->usage, check) : std::nullopt;
 }
 
 }  // namespace
@@ -444,7 +482,7 @@ std::optional<Usage> usageOf(const UsageCounts& counts, const UsageCheck& check)
 std::optional<Usage> parseUsageJson(std::string_view json, const UsageCheck& check) noexcept {
     const TailMember tail = TailWalk(json).lastUsage();
     if (tail.kind == TailMember::Kind::none) return std::nullopt;
-    if (tail.kind == TailMember::Kind::unsure) return readWholeUsage(json, check);
+    if (tail.kind == TailMember::Kind::unsure) return wholeUsage<UsageRead::plain_first>(json, check);
     return judged(readUsageMember(tail.value), check);
 }
 
@@ -454,12 +492,11 @@ std::optional<Usage> parseUsageJsonEnd(std::string_view end, const UsageCheck& c
 }
 
 std::optional<Usage> readWholeUsage(std::string_view json, const UsageCheck& check) noexcept {
-    auto facts = usageFacts(json);
-    return facts ? judged(facts->usage, check) : std::nullopt;
+    return wholeUsage<UsageRead::on_demand>(json, check);
 }
 
 bool isUsageOnlyChunk(std::string_view json) noexcept {
-    auto facts = usageFacts(json);
+    auto facts = usageFacts<UsageRead::plain_first>(json);
     return facts && facts->empty_choices && facts->usage && usageOf(*facts->usage);
 }
 
@@ -501,7 +538,7 @@ bool SseUsageParser::onEvent(std::string_view event, bool filtering) {
         return false;
     }
     const std::string data = sseEventData(event);
-    auto facts = usageFacts(data);
+    auto facts = usageFacts<UsageRead::plain_first>(data);
     if (!facts) return false;
     std::optional<Usage> usage;
     if (facts->usage) {

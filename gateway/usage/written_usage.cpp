@@ -17,10 +17,13 @@ public:
     explicit WrittenUsage(std::string_view text) : p_(text.data()), end_(text.data() + text.size()) {}
 
     // False when unsure; otherwise `out` is what readUsage would give.
-    bool read(UsageCounts& out) {
+    // `alone`: nothing but whitespace may follow the object.
+    bool read(UsageCounts& out, bool alone) {
         if (!object(false)) return false;
-        space();
-        if (p_ != end_) return false;
+        if (alone) {
+            space();
+            if (p_ != end_) return false;
+        }
         out = UsageCounts{.prompt = prompt_, .completion = completion_, .cached = cached_, .total = total_};
         return true;
     }
@@ -139,6 +142,8 @@ private:
 
 }  // namespace
 
-bool readWrittenUsage(std::string_view value, UsageCounts& out) noexcept { return WrittenUsage(value).read(out); }
+bool readWrittenUsage(std::string_view text, bool alone, UsageCounts& out) noexcept {
+    return WrittenUsage(text).read(out, alone);
+}
 
 }  // namespace dpgate::gateway

@@ -14,7 +14,9 @@
 
 namespace dpgate::gateway {
 
-// False when unsure; otherwise `out` is what simdjson's reader would give.
-bool readWrittenUsage(std::string_view value, UsageCounts& out) noexcept;
+// The usage object at the start of `text`: false when unsure; otherwise
+// `out` is what simdjson's reader would give. `alone`: nothing but
+// whitespace may follow the object.
+bool readWrittenUsage(std::string_view text, bool alone, UsageCounts& out) noexcept;
 
 }  // namespace dpgate::gateway

@@ -1,5 +1,5 @@
 // Regenerates tests/golden/tokenizer_long_pieces.jsonl: long single pieces
-// that first-contact text brings (issue 18) and that take BPE's long-piece
+// that first-contact text brings and that take BPE's long-piece
 // merge path: base64 and hex runs, long identifiers, URLs, minified code,
 // digit-free letter runs in several scripts. Ids from the reference,
 // HuggingFace tokenizers (npm `tokenizers`). Deterministic (seeded PRNG).

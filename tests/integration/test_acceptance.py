@@ -1,4 +1,4 @@
-"""Issue 16: `dpgate accept` against real simulators, records guarding flips
+"""`dpgate accept` against real simulators, records guarding flips
 and the public window, and roles that survive a restart."""
 
 from __future__ import annotations

@@ -10,8 +10,7 @@ admission library), and lies on purpose with --count-offset N or
 Admission skips the exact count when a byte bound already proves that a
 request fits (admission/admit.cpp). Every request here sets its output
 budget to window - (its exact count, from `dpgate tokens`): the byte bound
-then no longer fits and admission counts, today and once every request is
-counted exactly.
+then cannot prove that it fits, and admission counts exactly.
 """
 
 from __future__ import annotations

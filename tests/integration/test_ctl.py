@@ -1,4 +1,4 @@
-"""Issue 17, part 1: `dpgate ctl` against a real dpgate and simulators: the
+"""`dpgate ctl` against a real dpgate and simulators: the
 status table, --json, flips, drains, reload, accept, watch and exit codes."""
 
 from __future__ import annotations

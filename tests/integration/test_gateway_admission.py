@@ -260,8 +260,8 @@ def _tool_call_body(indent: int, depth: int) -> dict:
 def test_a_small_body_the_template_makes_much_of_is_judged_off_the_worker():
     # A 3 KB body whose template output is megabytes would hold the worker
     # for as long as counting them takes; it is judged in the admission pool
-    # like a large body (and counted: dpgate_admission_deferred_total). The
-    # issue's 104 KB body, whose indent would build gigabytes, too: a 400.
+    # like a large body (and counted: dpgate_admission_deferred_total). A
+    # 104 KB body whose indent would build gigabytes is too, and is a 400.
     tools_template = REPO_ROOT / "tests" / "golden" / "templates" / "deepseek_tools.jinja"
     with Sim() as sim:
         config = gateway_config([("primary", sim, "primary")], threads=1,

@@ -159,3 +159,28 @@ def test_a_reload_names_the_keys_it_revokes(tmp_path):
             assert status == 200, answer
             log = gw.process.stderr() + gw.process.stdout()
             assert "client keys 3 -> 2; revoked: bob" in log, log
+
+
+def test_a_reload_that_grows_the_relay_buffer_relays_large_answers_whole():
+    # The worker keeps spare relay buffers between requests: after a reload
+    # that grows limits.relay_buffer_bytes, a buffer of the old size must
+    # not be handed out for the new one (an answer read into it would
+    # overrun it; the sanitizer builds report that).
+    with Sim(max_output=4000, decode_us_per_token=0) as sim:
+        config = gateway_config([("primary", sim, "primary")], threads=1,
+                                limits={"relay_buffer_bytes": 2048})
+        with Gateway(config) as gw:
+            for _ in range(3):
+                status, _, body = ask(gw, 4000)
+                assert status == 200, body
+            small_answer = body["choices"][0]["message"]["content"]
+            assert len(small_answer) > 2048 * 4
+            config["limits"]["relay_buffer_bytes"] = 1 << 20
+            rewrite(gw, config)
+            status, _, body = gw.admin("POST", "/admin/reload")
+            assert status == 200, body
+            for _ in range(3):
+                status, _, body = ask(gw, 4000)
+                assert status == 200, body
+                assert body["usage"]["completion_tokens"] == 4000
+                assert len(body["choices"][0]["message"]["content"]) == len(small_answer)

@@ -288,10 +288,10 @@ def test_a_wrong_token_is_refused_with_a_clear_message_and_the_form_again(stack)
     assert result["posts"] == []
 
 
-# What issue 16 adds to /admin/status, shaped as that issue says; the page
-# shows it when present (here added to the real answers on their way to the
-# page) and does without when absent or null.
-ISSUE_16_FIELDS = {
+# The fields of /admin/status on roles, flips, identity and acceptance; the
+# page shows them when present (here added to the real answers on their way
+# to the page) and does without when absent or null.
+ACCEPTANCE_FIELDS = {
     "top": {
         "roles": {"source": "state", "since": "2026-12-03T10:00:00Z"},
         "last_flip": {"who": "alice", "at": "2026-12-03T09:59:00Z", "from": "standby", "to": "primary",
@@ -314,7 +314,7 @@ ISSUE_16_FIELDS = {
                            "passed": False, "identity_match": False, "failed": ["window", "count_agreement"]}},
     },
 }
-ISSUE_16_NULLS = {
+ACCEPTANCE_NULLS = {
     "top": {"roles": {"source": "config", "since": None}, "last_flip": None, "recent_flips": [],
             "failover_unaccepted": None},
     "backends": {"primary": {"identity": None, "acceptance": None}, "standby": {"identity": None, "acceptance": None}},
@@ -323,7 +323,7 @@ ISSUE_16_NULLS = {
 
 def test_the_page_shows_roles_flips_identity_and_acceptance_when_the_api_has_them(stack):
     gw = stack
-    result = drive(gw, [{"op": "augment", **ISSUE_16_FIELDS}, {"op": "sign_in", "token": ADMIN_TOKEN},
+    result = drive(gw, [{"op": "augment", **ACCEPTANCE_FIELDS}, {"op": "sign_in", "token": ADMIN_TOKEN},
                         {"op": "snapshot", "until_hit": False}])
     shown = result["results"][2]["shown"]
     assert shown["roles"] == ("Primary: primary. Roles from state since 2026-12-03T10:00:00Z. Last flip: standby "
@@ -343,7 +343,7 @@ def test_the_page_shows_roles_flips_identity_and_acceptance_when_the_api_has_the
 
 def test_the_page_does_without_those_fields_when_they_are_null_or_absent(stack):
     gw = stack
-    result = drive(gw, [{"op": "augment", **ISSUE_16_NULLS}, {"op": "sign_in", "token": ADMIN_TOKEN},
+    result = drive(gw, [{"op": "augment", **ACCEPTANCE_NULLS}, {"op": "sign_in", "token": ADMIN_TOKEN},
                         {"op": "snapshot", "until_hit": False}])
     shown = result["results"][2]["shown"]
     assert shown["roles"] == "Primary: primary. Roles from config."

@@ -1,4 +1,4 @@
-// Admission speed and memory (issue 4), beside an nlohmann::json DOM parse of
+// Admission speed and memory, beside an nlohmann::json DOM parse of
 // the same body: the proxy benchmark's small request (the same body again
 // and again, and a new text each time), 2 KB chat request, 128 MB body with
 // 640 base64 images, 100 MB body with 10 images, an agent's next turn (long

@@ -10,7 +10,7 @@ bench_post.lua) and a small streaming one with stream_options.include_usage
 (bench_stream.lua, so the SSE usage scan is measured too). Rounds alternate
 which gateway goes first (on/off, off/on, ...) so drift and machine noise hit
 both alike; the table gives medians, and the cost as 1 - on/off from the
-median of the per-round (paired) ratios. Issue 6's budget is a cost <= 2 %.
+median of the per-round (paired) ratios. The metrics' budget is a cost <= 2 %.
 
 Requests/s on a shared 2-core machine swings far more than 2 % from round to
 round, so each run also reads the gateway's own CPU time (utime + stime of

@@ -1,10 +1,8 @@
-// What metrics cost one request, in nanoseconds: the updates gateway/path/relay.cpp
-// makes per admitted, answered request (requests{endpoint,code}, the three
-// histograms, in-flight inc/dec, the three per-slot token counters, each
-// through Family::with() as the relay calls it), timed in a loop on one
-// thread and on two threads hitting the same children (a 2-worker gateway).
-// Beside it, the peer the relay runs per request whether metrics are on or
-// off: parseUsageJson() of a small non-stream answer.
+// What metrics cost one request, in nanoseconds: the updates the request path
+// (gateway/path/: body_pump.cpp, accounting.cpp) makes per admitted, answered request (requests{endpoint,code}, the
+// three histograms, in-flight inc/dec, the three per-slot token counters, each through Family::with() as the relay
+// calls it), timed in a loop on one thread and on two threads hitting the same children (a 2-worker gateway). Beside
+// it, the peer the relay runs per request whether metrics are on or off: parseUsageJson() of a small non-stream answer.
 //
 // bench_metrics.py measures a whole request's gateway CPU (about 60-80 us
 // for the small chat body on this machine); dividing gives the share that
@@ -33,8 +31,9 @@ const std::string kAnswer =
     "\"usage\":{\"prompt_tokens\":31,\"completion_tokens\":16,\"total_tokens\":47,"
     "\"prompt_tokens_details\":{\"cached_tokens\":16}}}";
 
-// Mirrors the relay's calls (gateway/path/relay.cpp: run(), forward(), ~Relay()).
-// Keep in step with it when the relay changes what it records.
+// Mirrors the request path's calls (gateway/path/body_pump.cpp: pumpAnswer();
+// accounting.cpp: accountAnswer(), ~RequestOutcome()). Keep in step with them
+// when they change what they record.
 void recordOneRequest(GatewayMetrics& m, unsigned i) {
     const std::string backend_name = "primary";
     const std::string rank_label = std::to_string(i % 8);

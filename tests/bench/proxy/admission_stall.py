@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """What a long admission does to the other requests on its worker
-(docs/BENCHMARKS.md, issue 18, tenth round).
+(docs/BENCHMARKS.md).
 
     tests/bench/proxy/admission_stall.py [--binary DPGATE] [--big-mb 3] [--big 4]
 

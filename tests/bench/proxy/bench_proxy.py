@@ -88,7 +88,7 @@ http {{
 }}
 """
 
-# The issue's HAProxy: the conversation's header chooses the server on a
+# The HAProxy peer: the conversation's header chooses the server on a
 # consistent hash ring (the closest peer to dpgate's affinity), idle server
 # connections shared by any client (http-reuse always), as many threads as
 # dpgate has workers. No logging, as dpgate and nginx run without access logs

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Instructions per request in dpgate, under callgrind: steadier than any
-timing on a shared machine (docs/BENCHMARKS.md, issue 18).
+timing on a shared machine (docs/BENCHMARKS.md).
 
     tests/bench/proxy/callgrind_per_request.py [DPGATE_BINARY] [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
     tests/bench/proxy/callgrind_per_request.py --peer haproxy|nginx [--seconds 10] [--connections 4] [--cache-sim [--l2-kib 512]]
@@ -18,31 +18,30 @@ nginx (1 worker, no master) the same way, configured as in bench_proxy.py.
 and prints instructions per SSE event relayed (every event of every stream
 completed, the [DONE] one included, so each also carries its share of the
 stream's connection and request) and the --top functions by inclusive
-instructions per event (docs/BENCHMARKS.md, twenty-first round).
+instructions per event (docs/BENCHMARKS.md).
 
 --footprint also records instruction addresses (--dump-instr=yes) and prints
 the code the measured run executed: distinct 64-byte lines and 4 KiB pages,
 per object file. A request that runs on cold caches (after a context
 switch, or another process on the core) pays per line and page it touches,
-not per instruction, so this is the figure to shrink when instructions no
-longer explain the time (docs/BENCHMARKS.md, ninth round).
+not per instruction, so this is the figure to shrink when instructions do
+not explain the time (docs/BENCHMARKS.md).
 
 --locked also records instruction addresses and prints the locked (atomic
 read-modify-write) instructions executed per request, with the functions
 that ran the most of them. callgrind counts such an instruction as one, but
 each waits for the core's pending stores to drain: on these machines 32
 more per request cost 2.3 % of a small proxied request's CPU
-(docs/BENCHMARKS.md, eighteenth round).
+(docs/BENCHMARKS.md).
 
 --cache-sim adds callgrind's cache simulation (this machine's first-level and
 last-level caches) and prints data and instruction misses per request. With
 many connections, every request's state waits while the others run; what it
-touches again when its answer arrives is what misses (docs/BENCHMARKS.md,
-fourteenth round). callgrind simulates two levels; --l2-kib makes the second
-one a core's second-level cache (8-way; 512 KiB on the EPYC parts these
-machines run on) instead of the shared last level, whose misses are then
-the second-level misses of the real machine (docs/BENCHMARKS.md, sixteenth
-round).
+touches again when its answer arrives is what misses (docs/BENCHMARKS.md).
+callgrind simulates two levels; --l2-kib makes the second one a core's
+second-level cache (8-way; 512 KiB on the EPYC parts these machines run
+on) instead of the shared last level, whose misses are then the
+second-level misses of the real machine (docs/BENCHMARKS.md).
 """
 
 from __future__ import annotations

@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """CPU per request of dpgate, HAProxy and nginx (and other dpgate binaries),
 all loaded at the same time: the steadier comparison on a shared machine
-(docs/BENCHMARKS.md, issue 18).
+(docs/BENCHMARKS.md).
 
     tests/bench/proxy/concurrent_cpu.py [--rounds 16] [--seconds 3] [--connections 16]
                                         [--baseline NAME=DPGATE_BINARY ...] [--no-peers]

@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """Coroutine frame sizes in a dpgate binary, read from its machine code
-(docs/BENCHMARKS.md, issue 18).
+(docs/BENCHMARKS.md).
 
     tests/bench/proxy/frame_sizes.py [DPGATE_BINARY] [--all]
 
@@ -34,13 +34,13 @@ RECYCLED_MAX = 1020  # 4-byte chunks counted in one byte: thread_info_base.hpp
 
 # The coroutines of one proxied request, in the order it runs them.
 PER_REQUEST = [
-    "ClientSession::readRequest",
+    "ClientSession::readHead",
     "ClientSession::serve",
-    "serveRequest",  # a plain function since proxyRequest took its proxying part
+    "serveRequest",  # a plain function: proxyRequest is the coroutine
     "proxyRequest",
     "forwardWithRetry",
-    "Relay::send",
-    "Relay::relayAnswer",
+    "UpstreamExchange::send",
+    "pumpAnswer",
 ]
 
 # The frame's allocation: operator new (the dpgate binary, frames from
@@ -77,7 +77,7 @@ def frames(binary: Path) -> dict[str, int]:
 
 
 def shorten(symbol: str) -> str:
-    """'dpgate::gateway::Relay::send(dpgate::gateway::Relay::send(...)::...Frame*)' -> 'Relay::send'."""
+    """'dpgate::gateway::UpstreamExchange::send(...::...Frame*)' -> 'UpstreamExchange::send'."""
     name = symbol.replace("(anonymous namespace)::", "").split("(", 1)[0]
     return name.replace("dpgate::gateway::", "")
 

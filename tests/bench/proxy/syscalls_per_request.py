@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 """System calls per request of dpgate, HAProxy and nginx, counted by the
-kernel (docs/BENCHMARKS.md, issue 18, nineteenth round).
+kernel (docs/BENCHMARKS.md).
 
     tests/bench/proxy/syscalls_per_request.py [--connections 64] [--seconds 3] [--rounds 3]
                                               [--streams N [--stream-token-ms 20]]

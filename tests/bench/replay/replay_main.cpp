@@ -214,7 +214,7 @@ private:
 };
 
 // dpgate: the gateway's own affinityKey + SlotChooser + CacheEstimate +
-// WorkMeter, used as relay.cpp uses them. The load it sees is each slot's
+// WorkMeter, used as the request path uses them (gateway/backends/router.cpp). The load it sees is each slot's
 // queued prefill work; this request's cost on a slot is its prompt tokens
 // minus what the estimate expects cached there; the work meter is charged
 // that expectation at routing and corrected with what the slot really

@@ -3,10 +3,10 @@
 
 Draws SEEDS traces from TRACE with resample_trace.py (whole families of
 requests, fresh block ids, random time offsets), replays each through
-dpgate-replay in the four cells of issue 5 (N = 1024, 8192 blocks; X = 1, 8)
+dpgate-replay in the four cells of the routing goals (N = 1024, 8192 blocks; X = 1, 8)
 for dpgate and the peers, and prints one markdown table: per cell, in how
 many traces dpgate's mean TTFT is lower than each peer's, the median
-difference and ratio, and the issue's other goals over all traces
+difference and ratio, and the other routing goals over all traces
 (hit/bound, p99 against least-loaded's, work_imbalance).
 
 Usage: resampled_table.py BUILD_DIR [--trace T] [--seeds 20] [--first-seed 1] [-- extra dpgate-replay args]

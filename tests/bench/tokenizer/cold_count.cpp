@@ -1,9 +1,9 @@
 // dpgate-bench-cold-count FILE TOKENIZER_DIR: one first-contact count in this
 // fresh process (load, then a fresh counter over FILE in 16 KB chunks, no
 // segment cache); prints the counting thread's CPU ms and the tokens. It uses
-// only what every revision since issue 3 has, so the same file compiled
-// against an older checkout gives before/after figures in one run
-// (docs/BENCHMARKS.md, issue 18).
+// only the tokenizer's oldest interface, so the same file compiled against
+// an older checkout gives before/after figures in one run
+// (docs/BENCHMARKS.md).
 #include <time.h>
 
 #include <algorithm>

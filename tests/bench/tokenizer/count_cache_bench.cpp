@@ -1,4 +1,4 @@
-// dpgate-bench-count-cache (issue 18, part 3): 200 long conversations
+// dpgate-bench-count-cache: 200 long conversations
 // (100k-1M tokens each) interleaved through one Admitter, as one gateway
 // worker sees them. Reports, per cache bound: the segment cache's hit ratio,
 // the caches' own accounting (never above the bound) beside the process's
@@ -370,7 +370,7 @@ int main(int argc, char** argv) {
     std::printf("RSS after load: %.1f MB\n", statusKb("VmRSS:") / 1024.0);
     for (const std::size_t mib : options.bounds_mib)
         run(options, mib << 20, "bytes bound", loaded.tokenizer, chat_template, pool, 0);
-    // The policy before issue 18: a 16,384-entry segment cache (what the bound replaced).
+    // The peer policy: a 16,384-entry segment cache, bounded by entries instead of bytes.
     if (old_policy)
         run(options, std::size_t{256} << 20, "before: 16384 entries", loaded.tokenizer, chat_template, pool, 16384);
     if (two_workers) {

@@ -1,5 +1,5 @@
 #pragma once
-// The "system" corpus of dpgate-bench-tokenizer (issue 18): first-contact
+// The "system" corpus of dpgate-bench-tokenizer: first-contact
 // text made of what every Debian machine has, generated at run time and
 // never committed. Half troff man pages (gzip'd) spread evenly over every
 // installed language under /usr/share/man, half headers from /usr/include

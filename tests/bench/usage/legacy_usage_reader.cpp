@@ -1,7 +1,7 @@
-// The usage reader as it was before issue 15 (gateway/metrics/usage_parser.cpp
-// at 23b3dab): a hand-written JSON grammar for a non-stream answer's usage
-// object, nlohmann for SSE events. Kept only as usage_reader_bench's peer;
-// nothing in the gateway links it.
+// A usage reader of another design, usage_reader_bench's peer: a
+// hand-written JSON grammar for a non-stream answer's usage object, nlohmann
+// for SSE events (gateway/metrics/usage_parser.cpp at commit 23b3dab).
+// Nothing in the gateway links it.
 #include "legacy_usage_reader.hpp"
 
 #include <nlohmann/json.hpp>

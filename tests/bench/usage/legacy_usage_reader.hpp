@@ -1,4 +1,4 @@
-// The usage reader before issue 15, as usage_reader_bench's peer (see
+// A usage reader of another design, usage_reader_bench's peer (see
 // legacy_usage_reader.cpp). Same API as gateway/usage/stream_usage.hpp.
 #pragma once
 

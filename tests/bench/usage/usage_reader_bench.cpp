@@ -1,6 +1,6 @@
-// The usage reader (gateway/stream_usage) beside the one it replaced
-// (legacy_usage_reader: a hand JSON grammar for answers, nlohmann for SSE
-// events), timed in the same run on the inputs the relay hands it: a
+// The usage reader (gateway/usage/stream_usage) beside a peer of another
+// design (legacy_usage_reader: a hand JSON grammar for answers, nlohmann for
+// SSE events), timed in the same run on the inputs the relay hands it: a
 // non-stream answer of ~1 KB and of 64 KB, read from its end
 // (parseUsageJson) and whole by simdjson On Demand (readWholeUsage); the
 // data of one usage-only SSE event (isUsageOnlyChunk, parseUsageJson); and a
@@ -8,8 +8,7 @@
 // SseUsageParser::filter, as the relay's reads deliver it.
 //
 // Median of `rounds` rounds (the two taken in turn), ns per call; the ratio is legacy / dpgate
-// (above 1: dpgate is faster). docs/BENCHMARKS.md "Usage reader (issue 15)" and issue 18's
-// fifteenth round.
+// (above 1: dpgate is faster). docs/BENCHMARKS.md, "Usage reader".
 //
 //   build/bin/dpgate-bench-usage [rounds]
 #include "gateway/usage/stream_usage.hpp"
@@ -154,8 +153,7 @@ int main(int argc, char** argv) {
     std::printf("%-46s %12s %12s %9s\n", "", "legacy", "dpgate", "ratio");
     char name[96];
     // Each answer read from its end (parseUsageJson), then whole, the read
-    // parseUsageJson falls back to (and every answer's before the fifteenth
-    // round of issue 18).
+    // parseUsageJson falls back to.
     using Read = std::optional<Usage> (*)(std::string_view, const UsageCheck&) noexcept;
     for (auto [reader, read] : {std::pair<const char*, Read>{"parseUsageJson", now::parseUsageJson},
                                 std::pair<const char*, Read>{"readWholeUsage", now::readWholeUsage}}) {

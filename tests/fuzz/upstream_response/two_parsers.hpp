@@ -40,7 +40,7 @@ inline std::vector<std::pair<std::string, std::string>> grouped(std::vector<std:
     return f;
 }
 
-// As Relay::relayAnswer reads: `wire` arrives in pieces of at most `feed`
+// As pumpAnswer reads: `wire` arrives in pieces of at most `feed`
 // bytes, and the body goes through windows of at most `window` bytes.
 inline ParsedAnswer parseAsTheRelay(std::string_view wire, size_t feed, size_t window) {
     UpstreamResponseParser parser;

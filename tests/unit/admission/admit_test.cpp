@@ -1,4 +1,4 @@
-// admit(): the rules of issue 4 in order, with the real tokenizer.
+// admit(): the rules in the order admit() applies them, with the real tokenizer.
 #include <gtest/gtest.h>
 
 #include <fstream>

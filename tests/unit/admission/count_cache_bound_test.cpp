@@ -1,4 +1,4 @@
-// The count caches stay within their byte bound (issue 18, part 3), and
+// The count caches stay within their byte bound, and
 // eviction never changes a count.
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-// Malformed bodies (issue 4, "Bad input"): each a 4xx whose message names the
+// Malformed bodies: each a 4xx whose message names the
 // problem, and the Admitter serving the next request normally.
 #include <gtest/gtest.h>
 
@@ -136,6 +136,67 @@ TEST(MalformedBody, EachIsA4xxNamingTheProblem) {
             admitter.admit(R"({"model":"ds-v4.1-flash-1017","messages":[{"role":"user","content":"ok"}]})",
                            Endpoint::chat_completions, limits);
         EXPECT_TRUE(std::holds_alternative<Admitted>(next)) << "after " << c.name;
+    }
+}
+
+// Each reader's array or object names the element or member it refuses, in
+// full: the param and the whole message, for both endpoints and both JSON
+// validations.
+TEST(MalformedBody, ElementsAndMembersAreNamedInFull) {
+    struct Exact {
+        Endpoint endpoint;
+        std::string body;
+        std::string param;
+        std::string message;
+    };
+    const auto prompt = [](const std::string& value) { return kHead + R"("prompt":)" + value + "}"; };
+    const std::string tool = R"("tools":[{"type":"function","function":{"name":"f"}}],)";
+    const std::vector<Exact> all = {
+        {Endpoint::completions, prompt("[]"), "prompt", "prompt: must not be empty"},
+        {Endpoint::completions, prompt(R"(["a",1])"), "prompt[1]", "prompt[1]: must have the type of prompt[0]"},
+        {Endpoint::completions, prompt("[[1,2],[]]"), "prompt[1]", "prompt[1]: must not be empty"},
+        {Endpoint::completions, prompt("[[1,-2]]"), "prompt[0][1]",
+         "prompt[0][1]: must be a token id (a non-negative integer)"},
+        {Endpoint::completions, prompt("[1,4294967296]"), "prompt[1]",
+         "prompt[1]: must be a token id (a non-negative integer)"},
+        {Endpoint::completions, prompt("[true]"), "prompt[0]",
+         "prompt[0]: must be a string, a token id or an array of token ids"},
+        {Endpoint::chat_completions, withField(tool + R"("tool_choice":{"type":"function","function":{"x":1}})"),
+         "tool_choice.function.name", "tool_choice.function.name: missing (a named tool choice needs function.name)"},
+        {Endpoint::chat_completions, withField(tool + R"("tool_choice":{"type":"auto"})"), "tool_choice.type",
+         R"(tool_choice.type: must be "function")"},
+        {Endpoint::chat_completions,
+         withField(R"("tools":[{"type":"function","function":{"name":"f","defer_loading":1}}])"),
+         "tools[0].function.defer_loading", "tools[0].function.defer_loading: must be a boolean or null"},
+        {Endpoint::chat_completions, withField(R"("tools":[{"type":"function","function":{"description":"d"}}])"),
+         "tools[0].function.name", "tools[0].function.name: missing (a tool needs function.name)"},
+        {Endpoint::chat_completions, withField(R"("tools":[{"type":"function"}])"), "tools[0].function",
+         "tools[0].function: missing (a tool needs a function definition)"},
+        {Endpoint::chat_completions,
+         withMessages(R"([{"role":"assistant","tool_calls":[{"id":5,"type":"function","function":{"name":"f"}}]}])"),
+         "messages[0].tool_calls[0].id", "messages[0].tool_calls[0].id: must be a string"},
+        {Endpoint::chat_completions,
+         withMessages(R"([{"role":"user","content":"x"},{"role":"tool","content":"y","tool_call_id":[]}])"),
+         "messages[1].tool_call_id", "messages[1].tool_call_id: must be a string"},
+        {Endpoint::chat_completions, withField(R"("documents":[{"a":"b"},{"c":1}])"), "documents[1].c",
+         "documents[1].c: must be a string"},
+        // A second copy is read before it is refused as one: an empty one is empty.
+        {Endpoint::chat_completions, withMessages(R"([{"role":"user","content":"x"}],"messages":[])"), "messages",
+         "messages: must contain at least one message"},
+    };
+    Admitter admitter(test::referenceTokenizer(), test::referenceChatTemplate());
+    Admitter plain(test::referenceTokenizer(), test::referenceChatTemplate());
+    plain.setFastJsonValidation(false);
+    AdmissionLimits limits;
+    for (const Exact& c : all) {
+        for (Admitter* a : {&admitter, &plain}) {
+            const Verdict verdict = a->admit(c.body, c.endpoint, limits);
+            ASSERT_TRUE(std::holds_alternative<Refused>(verdict)) << c.body;
+            const Refused& r = std::get<Refused>(verdict);
+            EXPECT_EQ(r.http_status, 400u) << c.body;
+            EXPECT_EQ(r.param, c.param) << c.body;
+            EXPECT_EQ(r.message, c.message) << c.body;
+        }
     }
 }
 

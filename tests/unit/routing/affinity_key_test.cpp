@@ -135,8 +135,8 @@ TEST(AffinityKey, KnownValueIsStableAcrossBuilds) {
 }
 
 TEST(AffinityKey, KnownHeadKeyIsStableAcrossBuilds) {
-    // The head key changed once, when its hash became Hasher64::addText
-    // (issue 18); pinned from then on.
+    // The head key of a known conversation, pinned: replicas of different
+    // builds must route a conversation alike (hashed by Hasher64::addText).
     const Chat chat = agentChat("pinned first message", 1);
     EXPECT_EQ(conversationHeadKey(chat.view(4)), 2812737796574113083ULL);
 }

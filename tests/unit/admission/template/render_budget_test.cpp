@@ -266,8 +266,8 @@ TEST(RenderBudget, BudgetsGrowWithTheBody) {
               RenderLimits::forRequest(std::size_t{1} << 40).arena_bytes);
 }
 
-// Operations that used to throw past render() (a C++ exception escaping as
-// a server error) or loop without end.
+// Operations that could throw past render() (a C++ exception escaping as
+// a server error) or loop without end: each fails or renders as Python does.
 TEST(RenderBudget, EdgeArgumentsFailOrRenderAsPython) {
     const RenderLimits limits = RenderLimits::forRequest(1000);
     EXPECT_EQ(render("{{ [[1]]|map(attribute='99999999999999999999')|list }}", "{}", limits).text, "[Undefined]");

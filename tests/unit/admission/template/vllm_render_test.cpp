@@ -102,9 +102,9 @@ TEST(ChatTemplateFiles, ChatTemplateJinjaAndNamedTemplates) {
     EXPECT_FALSE(error.empty());
 }
 
-// The issue's example: vLLM hands DeepSeek V3's template content "" for an
-// assistant message with tool_calls and content null, so the template renders
-// no tool call at all.
+// vLLM hands DeepSeek V3's template content "" for an assistant message
+// with tool_calls and content null, so the template renders no tool call at
+// all.
 TEST(VllmRendering, NullContentBecomesEmptyAndDeepSeekV3DropsToolCalls) {
     const std::string body = chatBody(
         R"([{"role":"user","content":"weather?"},)"

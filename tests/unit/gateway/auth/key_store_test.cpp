@@ -203,7 +203,7 @@ TEST(KeyStore, NoAdminTokenMeansNoAdmin) {
     EXPECT_FALSE(store.authenticateAdmin(""));
 }
 
-// The promise: the demo config's key works out of the box.
+// The demo config's key works out of the box.
 TEST(KeyStore, DemoConfigKeyWorks) {
     const conf::Config config =
         conf::loadConfigFile(std::string(DPGATE_SOURCE_DIR) + "/conf/examples/local.yaml", {.check_files = false});

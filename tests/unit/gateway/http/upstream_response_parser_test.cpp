@@ -183,7 +183,7 @@ TEST(UpstreamResponseParser, EndlessInterimHeadsReachTheHeadLimit) {
 
 TEST(UpstreamResponseParser, StopsAtTheEndOfTheAnswerAndLeavesWhatFollows) {
     // Bytes after the answer (a second, unasked-for answer) stay in the
-    // buffer: the relay must then not keep the connection (Relay::releaseConnection).
+    // buffer: the relay must then not keep the connection (UpstreamExchange::release).
     const std::string answer = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\n{}";
     for (const std::string& extra :
          {std::string("HTTP/1.1 200 OK\r\nContent-Length: 5\r\n\r\nother"), std::string("x"), std::string("\r\n")}) {

@@ -1,6 +1,6 @@
 // The request path's routing stages without sockets: the Router's plans and
 // slot leases, and forwardWithRetry driven through a scripted
-// UpstreamConnector (the seam the Relay implements).
+// UpstreamConnector (the seam UpstreamExchange implements).
 #include "gateway/path/retry.hpp"
 
 #include "two_backends.hpp"

@@ -248,9 +248,9 @@ TEST(SseUsageParser, OversizedEventPassesThroughUnparsedWithBoundedMemory) {
     EXPECT_EQ(p.usage(), kExpected);
 }
 
-// What the simdjson reader (issue 15) reads as a DOM parse does, where the
-// hand grammar before it took shortcuts: the last of repeated keys at every
-// level, counts only from non-negative integers that fit in 64 bits.
+// The usage reader reads as a DOM parse does, where a hand grammar may take
+// shortcuts: the last of repeated keys at every level, counts only from
+// non-negative integers that fit in 64 bits.
 TEST(ParseUsageJson, CountsOnlyNonNegativeIntegersThatFit) {
     EXPECT_EQ(parseUsageJson(R"({"usage":{"prompt_tokens":18446744073709551616,"completion_tokens":2}})"),
               (Usage{0, 2, 0}));
@@ -302,9 +302,8 @@ TEST(ParseUsageJson, RepeatedKeysCountTheirLastValue) {
     EXPECT_FALSE(isUsageOnlyChunk(R"({"choices":[],"choices":[{"index":0}],"usage":{"prompt_tokens":1}})"));
 }
 
-// An answer's usage is read from its end (issue 18, fifteenth round): the
-// members after the last top-level `usage` are passed over, the text before
-// it is not read.
+// An answer's usage is read from its end: the members after the last
+// top-level `usage` are passed over, the text before it is not read.
 TEST(ParseUsageJson, ReadFromTheEndPastTheMembersAfterUsage) {
     // vLLM writes members after usage.
     EXPECT_EQ(parseUsageJson(R"({"choices":[],"usage":{"prompt_tokens":4,"completion_tokens":2},)"
@@ -361,10 +360,17 @@ TEST(ParseUsageJsonEnd, ReadsTheUsageFromTheAnswersEndAlone) {
 }
 
 // The usage object in the plain shape is read without simdjson; every
-// other spelling goes to simdjson. Either way, what the whole read says.
+// other spelling goes to simdjson. Either way, what the whole read (On
+// Demand throughout) says: from an answer's end, and in an SSE event.
 void expectReadAsTheWholeReadDoes(const char* usage) {
     const std::string answer = std::string(R"({"id":"x","usage":)") + usage + R"(,"prompt_logprobs":null})";
     EXPECT_EQ(parseUsageJson(answer), readWholeUsage(answer)) << answer;
+    const std::string chunk = std::string(R"({"id":"x","choices":[],"usage":)") + usage + R"(,"n":1})";
+    SseUsageParser parser;
+    std::string forward;
+    parser.filter("data: " + chunk + "\n\n", forward);
+    EXPECT_EQ(parser.usage(), readWholeUsage(chunk)) << chunk;
+    EXPECT_EQ(isUsageOnlyChunk(chunk), readWholeUsage(chunk).has_value()) << chunk;
 }
 
 TEST(ParseUsageJson, PlainAndOtherUsageObjectsReadAsTheWholeReadDoes) {

@@ -1,0 +1,70 @@
+// What the admin listener reads of the running gateway and asks of it,
+// without reaching the process itself: the pieces it reads (AdminPieces),
+// the process's own counts (StatusReadings), and what only the process can
+// do (OperatorActions: reload, reread the acceptance records).
+#pragma once
+
+#include "conf/config.hpp"
+#include "gateway/auth/key_store.hpp"
+#include "gateway/platform/local_ref.hpp"
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace dpgate::admission {
+class SharedSegmentCache;
+}
+namespace dpgate::acceptance {
+class RecordStore;
+}
+namespace dpgate::metrics {
+class GatewayMetrics;
+}
+
+namespace dpgate::gateway {
+
+class AdmissionPool;
+class BackendRegistry;
+class CountCheck;
+class RoleLedger;
+class Router;
+
+struct ReloadOptions {
+    bool allow_no_keys = false;
+};
+
+class OperatorActions {
+public:
+    virtual ~OperatorActions() = default;
+    // The config in force (every config ever loaded stays alive).
+    virtual const conf::Config& config() const = 0;
+    // The key store in force, for the calling thread.
+    virtual LocalRef<const auth::KeyStore> keys() const = 0;
+    // Rereads the config file and swaps it in; why it was refused otherwise.
+    virtual std::optional<std::string> reload(ReloadOptions options) = 0;
+    // Rereads acceptance.dir and tells the registry which backends are accepted.
+    virtual void refreshAcceptance() = 0;
+};
+
+// Counts the process keeps, read for /admin/status and /metrics.
+class StatusReadings {
+public:
+    virtual ~StatusReadings() = default;
+    virtual int64_t openConnections() const = 0;
+    virtual int64_t requestsInFlight() const = 0;
+    virtual uint64_t bufferedBodyBytes() const = 0;
+};
+
+struct AdminPieces {
+    BackendRegistry& backends;
+    Router& router;
+    metrics::GatewayMetrics& metrics;
+    acceptance::RecordStore& records;
+    RoleLedger& roles;
+    const CountCheck& count_check;
+    const admission::SharedSegmentCache& shared_segments;
+    const AdmissionPool& admission_pool;
+};
+
+}  // namespace dpgate::gateway
