@@ -89,11 +89,18 @@ std::uint32_t fast_paths_detail::offFromEnvironment() noexcept {
     return switches.off;
 }
 
+std::uint32_t fast_paths_detail::off_bits = 0;
+
 namespace {
 
 // Read while the program starts, so an unknown name stops it before it
-// does anything, not at the first request that meets a fast path.
-[[maybe_unused]] const bool kReadAtStart = fastPathOn(FastPath::json_string_stop_sse2);
+// does anything, not at the first request that meets a fast path; and
+// first of all static initializers (priority 101), so that one that asks
+// fastPathOn() sees the process's value.
+struct ReadAtStart {
+    ReadAtStart() { fast_paths_detail::off_bits = fast_paths_detail::offFromEnvironment(); }
+};
+[[maybe_unused]] ReadAtStart read_at_start __attribute__((init_priority(101)));
 
 }  // namespace
 

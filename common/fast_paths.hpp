@@ -58,13 +58,16 @@ std::string fastPathsOffText();
 namespace fast_paths_detail {
 // DPGATE_PLAIN parsed; on an unknown name prints the error and exits with 2.
 std::uint32_t offFromEnvironment() noexcept;
+// Bit i set: FastPath i is off. Set from DPGATE_PLAIN while the program
+// starts, before any static initializer of default priority runs
+// (fast_paths.cpp), and never written again.
+extern std::uint32_t off_bits;
 }  // namespace fast_paths_detail
 
-// Whether `path` is on in this process. Call sites on a hot path read it
-// once, where they set up (an option's default, a constructor).
+// Whether `path` is on in this process: a load and a bit test, no guard,
+// so that a call per header field or per stream line costs next to nothing.
 inline bool fastPathOn(FastPath path) noexcept {
-    static const std::uint32_t off = fast_paths_detail::offFromEnvironment();
-    return ((off >> static_cast<unsigned>(path)) & 1u) == 0;
+    return ((fast_paths_detail::off_bits >> static_cast<unsigned>(path)) & 1u) == 0;
 }
 
 }  // namespace dpgate

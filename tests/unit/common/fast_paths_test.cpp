@@ -56,6 +56,21 @@ TEST(FastPathsDeathTest, AnUnknownNameEndsTheProcessWithStatus2) {
         ::testing::ExitedWithCode(2), "DPGATE_PLAIN: unknown fast path \"turbo\"");
 }
 
+// What a static initializer of this file saw, before main(): the switch is
+// read before any of them runs.
+const std::uint32_t kOnAtStaticInit = [] {
+    std::uint32_t on = 0;
+    for (std::size_t i = 0; i < kFastPathCount; ++i)
+        if (fastPathOn(static_cast<FastPath>(i))) on |= 1u << i;
+    return on;
+}();
+
+TEST(FastPaths, AStaticInitializerSeesTheProcessValue) {
+    const char* value = std::getenv("DPGATE_PLAIN");
+    const PlainSwitches expected = parsePlainSwitches(value ? value : "");
+    EXPECT_EQ(kOnAtStaticInit, ~expected.off & ((1u << kFastPathCount) - 1));
+}
+
 TEST(FastPaths, TheProcessFollowsItsEnvironment) {
     const char* value = std::getenv("DPGATE_PLAIN");
     const PlainSwitches expected = parsePlainSwitches(value ? value : "");
