@@ -335,6 +335,7 @@ def test_a_replica_whose_watch_falls_behind_a_compaction_resyncs(sims, etcd, pre
         assert primary_of(body) == "standby" and drained_of(body) == {"primary"}, body["backends"]
         assert body["control"]["revision"] >= compacted and body["control"]["reachable"], body["control"]
         assert route(behind) == "standby"
+        assert metric_sample(admin_metrics(behind), "dpgate_control_resyncs_total") >= 1
 
 
 def test_every_replica_lists_the_others_flags_another_config_and_forgets_a_dead_one(sims, etcd, prefix):
