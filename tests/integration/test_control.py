@@ -15,6 +15,7 @@ import contextlib
 import json
 import os
 import signal
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -22,8 +23,8 @@ from pathlib import Path
 import pytest
 
 from etcd_cluster import EtcdCluster, EtcdUnavailable, etcd, etcd_cluster, unique_prefix  # noqa: F401
-from harness import (ADMIN_TOKEN, MODEL, Gateway, Sim, gateway_config, http_request, metric_sample,
-                     poll)
+from harness import (ADMIN_TOKEN, MODEL, TOKENIZER, Gateway, Sim, bin_dir, gateway_config, http_request,
+                     metric_sample, poll)
 
 CHAT = "/v1/chat/completions"
 BODY = {"model": MODEL, "max_tokens": 1, "messages": [{"role": "user", "content": "hi"}]}
@@ -32,8 +33,10 @@ LEASE_TTL_S = 3
 
 @pytest.fixture(scope="module")
 def sims():
-    """The two backends every replica of the module fronts."""
-    with Sim() as primary, Sim() as standby:
+    """The two backends every replica of the module fronts; they count
+    prompt tokens with the real tokenizer, so `dpgate accept` passes."""
+    real = ["--tokenizer", str(TOKENIZER)]
+    with Sim(extra_args=real) as primary, Sim(extra_args=real) as standby:
         yield primary, standby
 
 
@@ -379,6 +382,31 @@ def test_every_replica_lists_the_others_flags_another_config_and_forgets_a_dead_
         assert gone_after <= LEASE_TTL_S + 3, f"r2 left the list {gone_after:.1f} s after it was killed"
         assert sorted(e["id"] for e in body["replicas"]) == ["r1", "r3", "r4"]
         assert prefix + "replicas/r2" not in etcd.range(prefix + "replicas/")
+
+
+def test_an_acceptance_record_written_beside_one_replica_lets_another_flip(sims, etcd, prefix, tmp_path):
+    with Gateway(replica_config(sims, etcd, prefix, "r1", acceptance={"dir": str(tmp_path / "acc1")})) as r1, \
+            Gateway(replica_config(sims, etcd, prefix, "r2", acceptance={"dir": str(tmp_path / "acc2")})) as r2:
+        unforced = {"expect_primary": "primary", "to": "standby", "by": "carol"}
+        code, _, body = r2.admin("POST", "/admin/flip", unforced)
+        assert code == 409 and "standby is not accepted" in body["error"]["message"], body
+
+        run = subprocess.run([str(bin_dir() / "dpgate"), "accept", "--config", str(r1.config_path),
+                              "--backend", "standby"], capture_output=True, text=True, timeout=300)
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert list((tmp_path / "acc1").glob("accept-standby-*.json")) and not (tmp_path / "acc2").exists() or \
+            not list((tmp_path / "acc2").glob("accept-*.json"))
+        body = poll(lambda: status(r2), lambda b: b["backends"][1]["accepted"], timeout=15)
+        assert body["backends"][1]["accepted"] is True, body["backends"][1]
+        published = etcd.range(prefix + "acceptance/standby/")
+        assert len(published) == 1, sorted(published)
+        record = json.loads(next(iter(published.values()))["value"])
+        assert record["backend"] == "standby" and record["passed"] is True
+
+        code, _, body = r2.admin("POST", "/admin/flip", unforced)
+        assert code == 200, body
+        assert body["last_flip"]["forced"] is False and body["last_flip"]["who"] == "carol"
+        assert poll(lambda: primary_of(status(r1)), lambda p: p == "standby") == "standby"
 
 
 def test_without_control_the_roles_are_local(sims):
