@@ -474,6 +474,9 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") {
+        // A record `dpgate accept` has just written shows at once (refresh
+        // rereads only new and changed files).
+        actions_.refreshAcceptance();
         co_await refreshRankTables();
         co_return status();
     }
