@@ -55,9 +55,11 @@ GatewayMetrics::GatewayMetrics()
       inflight_requests(registry.gauge("dpgate_inflight_requests",
                                        "Requests currently forwarded to each backend and DP rank.",
                                        {"backend", "rank"})),
-      backend_up(registry.gauge("dpgate_backend_up",
-                                "1 if the backend passes health checks, else 0; role is primary or standby.",
-                                {"backend", "role"})),
+      backend_up(registry.gauge(
+          "dpgate_backend_up",
+          "1 if the backend passes health checks, 0 if it fails them, no sample before the first probe's "
+          "verdict; role is primary or standby.",
+          {"backend", "role"})),
       upstream_retries(
           registry
               .counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")

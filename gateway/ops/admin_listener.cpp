@@ -147,15 +147,16 @@ awaitable<void> AdminListener::refreshRankTables() {
     rank_tables_.resize(config.backends.size());
     // A backend that fails its probes is not asked: a hung one would hold
     // every status answer for the fetch timeout.
-    std::vector<bool> healthy(rank_tables_.size(), false);
+    std::vector<BackendHealth> health(rank_tables_.size(), BackendHealth::unknown);
     for (const BackendView& b : backends.snapshot())
-        if (std::optional<size_t> index = backends.find(b.name); index && *index < healthy.size())
-            healthy[*index] = b.healthy;
+        if (std::optional<size_t> index = backends.find(b.name); index && *index < health.size())
+            health[*index] = b.health;
     auto now = std::chrono::steady_clock::now();
     for (size_t i = 0; i < rank_tables_.size(); ++i) {
         if (rank_tables_[i].fetched && now - rank_tables_[i].at < std::chrono::seconds(1)) continue;
-        if (!healthy[i]) {
-            rank_tables_[i] = RankTable{true, now, {}, "backend is not healthy"};
+        if (health[i] != BackendHealth::healthy) {
+            const bool unknown = health[i] == BackendHealth::unknown;
+            rank_tables_[i] = RankTable{true, now, {}, unknown ? "backend not probed yet" : "backend is not healthy"};
             continue;
         }
         HealthChecker::Fetched fetched =
@@ -262,6 +263,7 @@ http::response<http::string_body> AdminListener::status() const {
         list.push_back({{"name", b.name},
                         {"url", backends.config(index).url},
                         {"role", conf::toString(b.role)},
+                        {"health", toString(b.health)},  // unknown, healthy or down
                         {"healthy", b.healthy},
                         {"probed", b.probed},
                         {"routable", backends.routable(index)},
@@ -440,6 +442,9 @@ http::response<http::string_body> AdminListener::metricsPage() const {
     BackendRegistry& backends = pieces_.backends;
     // Gauges that mirror registry state are refreshed at scrape time.
     for (const BackendView& b : backends.snapshot()) {
+        // No sample before a backend's first verdict: 0 would read as down
+        // and fire an alert on `dpgate_backend_up == 0` at every start.
+        if (b.health == BackendHealth::unknown) continue;
         bool primary = b.role == conf::BackendRole::primary;
         m.backend_up.with({b.name, "primary"}).set(primary && b.healthy ? 1 : 0);
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
@@ -525,6 +530,9 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") {
+        // A record `dpgate accept` has just written shows at once (refresh
+        // rereads only new and changed files).
+        actions_.refreshAcceptance();
         co_await refreshRankTables();
         co_return status();
     }
