@@ -199,6 +199,33 @@ struct AcceptanceConfig {
     bool operator==(const AcceptanceConfig&) const = default;
 };
 
+// etcd, where replicas share their roles (gateway/control/). The client
+// speaks etcd's v3 JSON gateway over HTTP/1.1, TLS for https endpoints.
+struct EtcdConfig {
+    std::vector<std::string> endpoints;  // "http(s)://host:port", tried in turn
+    std::string prefix = "/dpgate/";     // every key dpgate writes starts with it
+    std::string username;                // empty: no authentication
+    std::string password_file;           // the password, one line
+    std::string ca_file;                 // tls.ca_file: PEM; empty = the system's
+    std::string cert_file;               // tls.cert_file/key_file: a client certificate
+    std::string key_file;
+    uint64_t dial_timeout_ms = 2000;     // connect (and TLS handshake) to one endpoint
+    uint64_t request_timeout_ms = 5000;  // one request, endpoints tried included
+    uint64_t lease_ttl_s = 5;            // a replica's membership key outlives it by this
+
+    bool operator==(const EtcdConfig&) const = default;
+};
+
+// Replicas acting as one: with etcd endpoints, the roles, the drained set,
+// the flips and the acceptance verdicts live in etcd; without, in state.dir.
+struct ControlConfig {
+    std::string replica_id;  // empty: "<host name>:<listen port>"
+    EtcdConfig etcd;
+    bool shared() const { return !etcd.endpoints.empty(); }
+
+    bool operator==(const ControlConfig&) const = default;
+};
+
 struct Config {
     ListenConfig listen;
     AdminConfig admin;
@@ -212,12 +239,17 @@ struct Config {
     MetricsConfig metrics;
     StateConfig state;
     AcceptanceConfig acceptance;
+    ControlConfig control;
     uint32_t threads = 0;  // 0 = one per core
     // Threads that admit large bodies (limits.offload_admission_bytes and
     // more) off the workers; 0 = as many as `threads`, at least 2.
     uint32_t admission_threads = 0;
     bool huge_pages = true;   // the heap in transparent huge pages (gateway/platform/heap_pages.hpp)
     std::string source_path;  // the file it was loaded from (for reload)
+    // sha256 of the YAML without what differs between replicas of one
+    // deployment by design (listen, admin's address and port, state, log,
+    // control.replica_id): replicas that agree on everything else share it.
+    std::string shared_digest;
 
     bool operator==(const Config&) const = default;
 };

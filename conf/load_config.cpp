@@ -57,7 +57,7 @@ public:
     Config load(const Field& root) {
         const MappingReader top(
             root, {"listen", "admin", "model", "limits", "routing", "health", "backends", "auth", "log", "metrics",
-                   "state", "acceptance", "threads", "admission_threads", "huge_pages"});
+                   "state", "acceptance", "control", "threads", "admission_threads", "huge_pages"});
         if (auto f = top.get("listen")) readListen(*f);
         if (auto f = top.get("admin")) readAdmin(*f);
         checkListenersApart();
@@ -72,11 +72,13 @@ public:
         if (auto f = top.get("metrics")) readMetrics(*f);
         if (auto f = top.get("state")) config_.state.dir = readDirectory(*f);
         if (auto f = top.get("acceptance")) config_.acceptance.dir = readDirectory(*f);
+        if (auto f = top.get("control")) readControl(*f);
         if (auto f = top.get("threads")) config_.threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
         if (auto f = top.get("admission_threads"))
             config_.admission_threads = static_cast<uint32_t>(readUint(*f, 0, 1024));
         if (auto f = top.get("huge_pages")) config_.huge_pages = readBool(*f);
         checkPrimaries();
+        config_.shared_digest = sharedDigest(root.node);
         return std::move(config_);
     }
 
@@ -500,6 +502,69 @@ private:
             if (log.level != "error" && log.level != "warn" && log.level != "info" && log.level != "debug")
                 fail(*f, "expected error, warn, info or debug, got \"" + log.level.substr(0, 40) + "\"");
         }
+    }
+
+    void readControl(const Field& field) {
+        const MappingReader m(field, {"replica_id", "etcd"});
+        ControlConfig& control = config_.control;
+        if (auto f = m.get("replica_id")) {
+            control.replica_id = readString(*f);
+            if (control.replica_id.empty() || control.replica_id.size() > 128 ||
+                control.replica_id.find_first_of("/ \t\n") != std::string::npos)
+                fail(*f, "expected 1 to 128 characters without '/' or spaces");
+        }
+        std::optional<Field> etcd_field = m.get("etcd");
+        if (!etcd_field) return;
+        const MappingReader e(*etcd_field, {"endpoints", "prefix", "username", "password_file", "tls",
+                                            "dial_timeout_ms", "request_timeout_ms", "lease_ttl_s"});
+        EtcdConfig& etcd = control.etcd;
+        std::optional<Field> endpoints = e.get("endpoints");
+        if (!endpoints) fail(missing(e, "endpoints"), "at least one etcd endpoint is required");
+        for (const Field& item : readSequence(*endpoints)) {
+            std::string url = readString(item);
+            if (!parseBackendUrl(url)) fail(item, "expected http(s)://host:port, got \"" + url.substr(0, 80) + "\"");
+            etcd.endpoints.push_back(std::move(url));
+        }
+        if (etcd.endpoints.empty()) fail(*endpoints, "at least one etcd endpoint is required");
+        if (auto f = e.get("prefix")) {
+            etcd.prefix = readString(*f);
+            if (etcd.prefix.empty() || etcd.prefix.front() != '/' || etcd.prefix.back() != '/' ||
+                etcd.prefix.size() > 256)
+                fail(*f, "expected a key prefix starting and ending with '/', like /dpgate/");
+        }
+        if (auto f = e.get("username")) etcd.username = readString(*f);
+        if (auto f = e.get("password_file")) {
+            etcd.password_file = readPath(*f);
+            requireFile(*f, etcd.password_file);
+        }
+        if (etcd.username.empty() != etcd.password_file.empty())
+            fail(*etcd_field, "username and password_file go together");
+        if (auto f = e.get("tls")) {
+            const MappingReader tls(*f, {"ca_file", "cert_file", "key_file"});
+            if (auto g = tls.get("ca_file")) requireFile(*g, etcd.ca_file = readPath(*g));
+            if (auto g = tls.get("cert_file")) requireFile(*g, etcd.cert_file = readPath(*g));
+            if (auto g = tls.get("key_file")) requireFile(*g, etcd.key_file = readPath(*g));
+            if (etcd.cert_file.empty() != etcd.key_file.empty()) fail(*f, "cert_file and key_file go together");
+        }
+        if (auto f = e.get("dial_timeout_ms")) etcd.dial_timeout_ms = readDurationMs(*f, 10, 600'000);
+        if (auto f = e.get("request_timeout_ms")) etcd.request_timeout_ms = readDurationMs(*f, 10, 600'000);
+        if (auto f = e.get("lease_ttl_s")) etcd.lease_ttl_s = readUint(*f, 2, 3600);
+    }
+
+    // The YAML without what differs between replicas by design.
+    static std::string sharedDigest(const YAML::Node& root) {
+        YAML::Node copy = YAML::Clone(root);
+        if (!copy.IsMap()) return sha256Hex(YAML::Dump(copy));
+        for (const char* key : {"listen", "state", "log"}) copy.remove(key);
+        if (copy["admin"].IsMap()) {
+            copy["admin"].remove("address");
+            copy["admin"].remove("port");
+        }
+        if (copy["control"].IsMap()) copy["control"].remove("replica_id");
+        // A section left empty reads as one never written.
+        for (const char* key : {"admin", "control"})
+            if (copy[key].IsMap() && copy[key].size() == 0) copy.remove(key);
+        return sha256Hex(YAML::Dump(copy));
     }
 
     void readMetrics(const Field& field) {

@@ -13,9 +13,14 @@ public:
 
     HealthState(uint32_t fall, uint32_t rise) : fall_(fall), rise_(rise) {}
 
-    // A backend nobody has probed yet takes its first verdict at once: a
-    // gateway that starts beside healthy backends serves after one probe, and
-    // one that starts beside a dead one refuses after one probe.
+    // A backend nobody has probed yet is unknown, not down, and takes its
+    // first verdict at once: a gateway that starts beside healthy backends
+    // serves after one probe, and one beside a backend that answers but
+    // fails (an error status, another model, no answer in time) calls it
+    // down after one probe. One exception: a backend nobody could connect to
+    // (`reached` false) may still be starting (the gateway came up first), so
+    // it stays unknown for up to `fall` such probes, as long as an up
+    // backend would stay up.
     void probeSucceeded() {
         suspect_ = false;
         failures_ = 0;
@@ -23,10 +28,11 @@ public:
         if (status_ == Status::unknown || successes_ >= rise_) status_ = Status::up;
     }
 
-    void probeFailed() {
+    void probeFailed(bool reached = true) {
         successes_ = 0;
         ++failures_;
-        if (status_ == Status::unknown || failures_ >= fall_) status_ = Status::down;
+        const bool first_verdict = status_ == Status::unknown && reached;
+        if (first_verdict || failures_ >= fall_) status_ = Status::down;
     }
 
     // Passive evidence (a refused connection, a 502/503/504): the backend

@@ -1,5 +1,7 @@
 #include "gateway/acceptance/record_store.hpp"
 
+#include "conf/sha256_hex.hpp"
+
 #include <fstream>
 #include <sstream>
 
@@ -62,10 +64,10 @@ bool newer(const AcceptanceRecord& a, const std::string& a_file, const Acceptanc
 std::optional<RecordStore::Found> RecordStore::latest(std::string_view backend, std::string_view url) const {
     std::lock_guard lock(mutex_);
     std::optional<Found> best;
-    for (const auto& [path, entry] : files_) {
-        if (!entry.record || entry.record->backend != backend || entry.record->url != url) continue;
-        if (!best || newer(*entry.record, path, best->record, best->file)) best = Found{*entry.record, path};
-    }
+    forEachLocked([&](const std::string& path, const AcceptanceRecord& r) {
+        if (r.backend != backend || r.url != url) return;
+        if (!best || newer(r, path, best->record, best->file)) best = Found{r, path};
+    });
     return best;
 }
 
@@ -74,18 +76,18 @@ std::optional<RecordStore::Found> RecordStore::matching(std::string_view backend
     std::lock_guard lock(mutex_);
     std::optional<Found> best;
     std::optional<Found> newest_passing;
-    for (const auto& [path, entry] : files_) {
-        const std::optional<AcceptanceRecord>& r = entry.record;
-        if (!r || !r->passed || r->backend != backend || r->url != url) continue;
-        if (!newest_passing || newer(*r, path, newest_passing->record, newest_passing->file))
-            newest_passing = Found{*r, path};
-        if (r->identity == now && (!best || newer(*r, path, best->record, best->file))) best = Found{*r, path};
-    }
+    forEachLocked([&](const std::string& path, const AcceptanceRecord& r) {
+        if (!r.passed || r.backend != backend || r.url != url) return;
+        if (!newest_passing || newer(r, path, newest_passing->record, newest_passing->file))
+            newest_passing = Found{r, path};
+        if (r.identity == now && (!best || newer(r, path, best->record, best->file))) best = Found{r, path};
+    });
     if (best) return best;
-    if (dir_.empty()) {
+    if (dir_.empty() && shared_.empty()) {
         why_not = "acceptance.dir is not set, so there are no acceptance records";
     } else if (!newest_passing) {
-        why_not = "it has no passing acceptance record in " + dir_;
+        why_not = "it has no passing acceptance record in " + (dir_.empty() ? "etcd" : dir_) +
+                  (shared_.empty() || dir_.empty() ? "" : " or etcd");
     } else {
         why_not = "its newest passing acceptance record (" + newest_passing->record.time +
                   ") does not match what it reports now:";
@@ -101,11 +103,10 @@ std::optional<RecordStore::Found> RecordStore::matching(std::string_view backend
 uint64_t RecordStore::acceptedWindow(std::string_view backend, std::string_view url, std::string_view model_id) const {
     std::lock_guard lock(mutex_);
     uint64_t window = 0;
-    for (const auto& [path, entry] : files_) {
-        const std::optional<AcceptanceRecord>& r = entry.record;
-        if (r && r->passed && r->backend == backend && r->url == url && r->identity.model_id == model_id)
-            window = std::max(window, r->identity.max_model_len);
-    }
+    forEachLocked([&](const std::string&, const AcceptanceRecord& r) {
+        if (r.passed && r.backend == backend && r.url == url && r.identity.model_id == model_id)
+            window = std::max(window, r.identity.max_model_len);
+    });
     return window;
 }
 
@@ -114,6 +115,22 @@ std::vector<std::string> RecordStore::unreadable() const {
     std::vector<std::string> out;
     for (const auto& [path, entry] : files_)
         if (!entry.record) out.push_back(path + ": " + entry.error);
+    return out;
+}
+
+void RecordStore::setShared(std::map<std::string, AcceptanceRecord> records) {
+    std::map<std::string, Entry> shared;
+    for (auto& [key, record] : records) shared[key].record = std::move(record);
+    std::lock_guard lock(mutex_);
+    shared_ = std::move(shared);
+}
+
+std::map<std::string, AcceptanceRecord> RecordStore::localPassing() const {
+    std::lock_guard lock(mutex_);
+    std::map<std::string, AcceptanceRecord> out;
+    for (const auto& [path, entry] : files_)
+        if (entry.record && entry.record->passed)
+            out.emplace(conf::sha256Hex(recordJson(*entry.record)), *entry.record);
     return out;
 }
 

@@ -48,6 +48,13 @@ public:
 
     std::vector<std::string> unreadable() const;
 
+    // Records other replicas published (gateway/control/), by their etcd
+    // key: they count as the folder's do, with the key as their "file".
+    void setShared(std::map<std::string, AcceptanceRecord> records);
+    // This replica's passing records, by the sha256 of their JSON: what it
+    // publishes.
+    std::map<std::string, AcceptanceRecord> localPassing() const;
+
 private:
     struct Entry {
         std::filesystem::file_time_type mtime;
@@ -58,7 +65,16 @@ private:
 
     std::string dir_;
     mutable std::mutex mutex_;
-    std::map<std::string, Entry> files_;  // by path
+    std::map<std::string, Entry> files_;   // by path
+    std::map<std::string, Entry> shared_;  // by etcd key
+
+    // `visit(file, record)` for every readable record, the folder's and the shared.
+    template <class Visit>
+    void forEachLocked(Visit visit) const {
+        for (const auto* files : {&files_, &shared_})
+            for (const auto& [file, entry] : *files)
+                if (entry.record) visit(file, *entry.record);
+    }
 };
 
 }  // namespace dpgate::acceptance

@@ -16,7 +16,9 @@ namespace {
 using json = nlohmann::json;
 
 json flipJson(const FlipEvent& f) {
-    return {{"who", f.who}, {"at", f.at}, {"from", f.from}, {"to", f.to}, {"forced", f.forced}};
+    json out = {{"who", f.who}, {"at", f.at}, {"from", f.from}, {"to", f.to}, {"forced", f.forced}};
+    if (!f.record.empty()) out["record"] = f.record;
+    return out;
 }
 
 std::string stringField(const json& object, const char* key) {
@@ -74,7 +76,8 @@ std::optional<RoleState> parseState(std::string_view text, std::string& error) {
             if (forced == f.end() || !forced->is_boolean())
                 throw std::string("a flip's 'forced' must be true or false");
             s.flips.push_back({stringField(f, "who"), stringField(f, "at"), stringField(f, "from"),
-                               stringField(f, "to"), forced->get<bool>()});
+                               stringField(f, "to"), forced->get<bool>(),
+                               f.contains("record") ? stringField(f, "record") : ""});
             if (s.flips.size() > kKeptFlips) s.flips.pop_back();
         }
         if (!s.primary.empty() && !contains(s.backends, s.primary))

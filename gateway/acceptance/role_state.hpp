@@ -19,6 +19,7 @@ struct FlipEvent {
     std::string from;
     std::string to;
     bool forced = false;
+    std::string record;  // the acceptance record the flip was checked against ("" when forced)
 
     bool operator==(const FlipEvent&) const = default;
 };

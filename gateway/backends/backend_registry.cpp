@@ -15,7 +15,21 @@ routing::SlotChooserOptions chooserOptions(const conf::RoutingConfig& routing) {
     return options;
 }
 
+BackendHealth healthOf(const routing::HealthState& state) {
+    if (!state.probed()) return BackendHealth::unknown;
+    return state.up() ? BackendHealth::healthy : BackendHealth::down;
+}
+
 }  // namespace
+
+const char* toString(BackendHealth health) {
+    switch (health) {
+        case BackendHealth::unknown: return "unknown";
+        case BackendHealth::healthy: return "healthy";
+        case BackendHealth::down: return "down";
+    }
+    return "unknown";
+}
 
 acceptance::BackendIdentity identityOf(const std::string& model_id, const std::vector<std::string>& model_ids,
                                        uint64_t max_model_len, const std::string& version, const std::string& server) {
@@ -164,7 +178,7 @@ void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
         b.health.probeSucceeded();
         b.last_error.clear();
     } else {
-        b.health.probeFailed();
+        b.health.probeFailed(result.reached);
         b.last_error = !result.error.empty() ? result.error
                        : !serves_model       ? "backend does not list model " + model_id_
                                              : "probe failed";
@@ -174,10 +188,15 @@ void BackendRegistry::recordProbe(size_t index, const ProbeResult& result) {
 
 void BackendRegistry::republishLocked() {
     uint64_t mask = 0;
-    // Failover's pool also depends on which primaries have had no probe yet:
-    // a primary nobody has probed is not down (at start-up the standby's first
-    // probe can land before the primary's), so nothing fails over until its
-    // first verdict.
+    // An unknown backend (no verdict yet) takes no requests, and failover's
+    // pool also depends on which primaries are unknown: such a primary is not
+    // down (at start-up the standby's first probe can land before the
+    // primary's, or the primary is not listening yet), so nothing fails over
+    // until its first verdict. A request before then is answered 503 and
+    // /health says unavailable, as a load balancer's readiness check wants.
+    // Routing it to the unknown primary instead would win nothing: the first
+    // probe goes out at start and takes milliseconds when the primary
+    // listens; when it does not, the request would fail on connect.
     uint64_t primaries = 0, unprobed_primaries = 0;
     uint64_t window = configured_window_;
     for (size_t i = 0; i < backends_.size(); ++i) {
@@ -254,12 +273,17 @@ bool BackendRegistry::routable(size_t index) const {
     return (routable_mask_.load(std::memory_order_acquire) >> index) & 1;
 }
 
+BackendHealth BackendRegistry::health(size_t index) const {
+    std::lock_guard lock(mutex_);
+    return healthOf(backends_.at(index).health);
+}
+
 std::vector<BackendView> BackendRegistry::snapshot() const {
     std::lock_guard lock(mutex_);
     std::vector<BackendView> out;
     for (const Backend& b : backends_)
-        out.push_back({b.config.name, b.role, b.health.up(), b.health.probed(), b.drained, b.reported_window,
-                       b.model_ids, b.last_error,
+        out.push_back({b.config.name, b.role, healthOf(b.health), b.health.up(), b.health.probed(), b.drained,
+                       b.reported_window, b.model_ids, b.last_error,
                        identityOf(model_id_, b.model_ids, b.reported_window, b.version, b.server), b.accepted,
                        b.accepted_window});
     return out;

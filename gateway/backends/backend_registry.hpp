@@ -28,6 +28,7 @@ struct ProbeResult {
     std::string version;         // GET /version's "version"; "" = not answered
     std::string server;          // the Server header of GET /v1/models
     std::string error;           // why the probe failed, for status and logs
+    bool reached = false;        // a connection was made (false: nothing listens there, or no such host)
 };
 
 // What a backend says of itself, from a probe: the served model id when it
@@ -44,11 +45,17 @@ struct RoutingTable {
     std::vector<size_t> load_index;  // per chooser slot: index into the registry's load counters
 };
 
+// What the probes say of a backend. Unknown until its first verdict (health_state.hpp):
+// not down, so nothing alarms, fails over or reads as down because of it.
+enum class BackendHealth { unknown, healthy, down };
+const char* toString(BackendHealth health);
+
 struct BackendView {
     std::string name;
     conf::BackendRole role;
-    bool healthy;
-    bool probed;  // false until its first probe's verdict
+    BackendHealth health;
+    bool healthy;  // health == healthy
+    bool probed;   // health != unknown
     bool drained;
     uint64_t reported_window;  // 0 = never reported
     std::vector<std::string> model_ids;
@@ -83,6 +90,7 @@ public:
     uint64_t publicWindow() const { return public_window_.load(std::memory_order_relaxed); }
 
     bool routable(size_t index) const;
+    BackendHealth health(size_t index) const;
     bool anyRoutable() const { return routable_mask_.load(std::memory_order_acquire) != 0; }
 
     // Null or empty when nothing is routable. For the calling thread only

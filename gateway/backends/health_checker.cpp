@@ -75,6 +75,7 @@ awaitable<ProbeResult> HealthChecker::probe(const conf::BackendConfig& backend, 
     stream.expires_after(ms(timeout_ms));
     result.error = co_await connectTo(stream, backend);
     if (!result.error.empty()) co_return result;
+    result.reached = true;
     auto [hec, health] = co_await get(stream, buffer, backend, "/health");
     if (hec) {
         result.error = "GET /health: " + hec.message();
@@ -160,21 +161,28 @@ awaitable<HealthChecker::Fetched> HealthChecker::call(const conf::BackendConfig&
 
 awaitable<void> HealthChecker::loop(size_t index) {
     const conf::BackendConfig& backend = registry_.config(index);
-    bool was_up = false;
-    bool first = true;
+    // The log follows the probes' verdict, not routability: draining a
+    // backend does not make it "down", and an unknown one is not down either.
+    BackendHealth was = BackendHealth::unknown;
+    bool told_unreached = false;
     while (!stopped_) {
         const conf::Config& config = config_in_force_();
         ProbeResult result = co_await probe(backend, config.model.id, config.health.timeout_ms);
         if (stopped_) break;
         registry_.recordProbe(index, result);
-        bool up = registry_.routable(index);
-        if (first || up != was_up)
-            logLine(up ? LogLevel::info : LogLevel::warn,
-                    "backend " + backend.name + " is " + (up ? "up" : "down") +
-                        (result.error.empty() ? "" : " (" + result.error + ")") +
+        const BackendHealth now = registry_.health(index);
+        const std::string why = result.error.empty() ? "" : " (" + result.error + ")";
+        if (now != was) {
+            logLine(now == BackendHealth::healthy ? LogLevel::info : LogLevel::warn,
+                    "backend " + backend.name + " is " + (now == BackendHealth::healthy ? "up" : "down") + why +
                         (result.max_model_len ? ", window " + std::to_string(result.max_model_len) : ""));
-        was_up = up;
-        first = false;
+        } else if (now == BackendHealth::unknown && !told_unreached) {
+            // Not an alarm: at start-up a backend may come up after the gateway.
+            logLine(LogLevel::info, "backend " + backend.name + " is not reachable yet" + why + "; down after " +
+                                        std::to_string(config.health.fall) + " probes like this");
+            told_unreached = true;
+        }
+        was = now;
         timers_[index]->expires_after(ms(config_in_force_().health.interval_ms));
         co_await timers_[index]->async_wait(use_nothrow);
     }

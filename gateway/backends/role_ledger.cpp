@@ -38,8 +38,7 @@ RoleLedger::RoleLedger(const conf::Config& config, bool ignore_state)
     resumed_ = std::move(state);
 }
 
-std::string RoleLedger::writeLocked(const BackendRegistry& backends) {
-    if (file_.empty()) return {};
+acceptance::RoleState RoleLedger::currentLocked(const BackendRegistry& backends) const {
     acceptance::RoleState state;
     state.model_id = model_id_;
     state.backends = backend_names_;
@@ -49,6 +48,26 @@ std::string RoleLedger::writeLocked(const BackendRegistry& backends) {
     }
     state.flips = flips_;
     state.written_at = acceptance::utcNow();
+    return state;
+}
+
+acceptance::RoleState RoleLedger::current(const BackendRegistry& backends) const {
+    std::lock_guard lock(mutex_);
+    return currentLocked(backends);
+}
+
+std::string RoleLedger::adopt(const acceptance::RoleState& state, const std::string& source,
+                              const BackendRegistry& backends) {
+    std::lock_guard lock(mutex_);
+    flips_ = state.flips;
+    source_.source = source;
+    source_.since = state.written_at;
+    return writeLocked(backends);
+}
+
+std::string RoleLedger::writeLocked(const BackendRegistry& backends) {
+    if (file_.empty()) return {};
+    const acceptance::RoleState state = currentLocked(backends);
     std::string error = acceptance::writeFileAtomically(file_, acceptance::stateJson(state));
     source_.last_write_error = error;
     if (!error.empty())

@@ -30,8 +30,16 @@ public:
     // Writes the state after a drain or undrain.
     std::string persist(const BackendRegistry& backends);
 
+    // The roles as the registry has them now, with the flips: what a replica
+    // seeds the shared store with (gateway/control/).
+    acceptance::RoleState current(const BackendRegistry& backends) const;
+    // Roles the shared store gave (already applied to the registry): keeps
+    // their flips and writes them to state.json, the cache a replica starts
+    // from when etcd is down. `source` is "etcd".
+    std::string adopt(const acceptance::RoleState& state, const std::string& source, const BackendRegistry& backends);
+
     struct Source {
-        std::string source;  // "config" | "state" | "flip"
+        std::string source;  // "config" | "state" | "flip" | "etcd"
         std::string since;   // UTC
         std::string file;    // state.json's path; "" when state.dir is not set
         std::string last_write_error;
@@ -41,6 +49,7 @@ public:
 
 private:
     std::string writeLocked(const BackendRegistry& backends);
+    acceptance::RoleState currentLocked(const BackendRegistry& backends) const;
 
     const std::string file_;
     const std::string model_id_;

@@ -55,9 +55,11 @@ GatewayMetrics::GatewayMetrics()
       inflight_requests(registry.gauge("dpgate_inflight_requests",
                                        "Requests currently forwarded to each backend and DP rank.",
                                        {"backend", "rank"})),
-      backend_up(registry.gauge("dpgate_backend_up",
-                                "1 if the backend passes health checks, else 0; role is primary or standby.",
-                                {"backend", "role"})),
+      backend_up(registry.gauge(
+          "dpgate_backend_up",
+          "1 if the backend passes health checks, 0 if it fails them, no sample before the first probe's "
+          "verdict; role is primary or standby.",
+          {"backend", "role"})),
       upstream_retries(
           registry
               .counter("dpgate_upstream_retries_total", "Requests retried on another slot before any byte was sent.")
@@ -132,6 +134,20 @@ GatewayMetrics::GatewayMetrics()
           "Keep-alive connections to a backend closed instead of reused because the backend sent more than its "
           "answer: bytes after it (reason=bytes_after_answer), bytes while the connection sat idle "
           "(bytes_while_idle), or a close while it sat idle (closed_while_idle). Per backend.",
-          {"backend", "reason"})) {}
+          {"backend", "reason"})),
+      // gateway/control/: the roles shared through etcd (control.etcd).
+      control_store_up(registry
+                           .gauge("dpgate_control_store_up",
+                                  "1 while etcd (control.etcd) answers, 0 while it does not: traffic goes on with the "
+                                  "roles last applied, flips and drains are refused. 1 without control.etcd.")
+                           .with({})),
+      control_revision(registry
+                           .gauge("dpgate_control_revision",
+                                  "The etcd revision whose roles this replica applies (0 without control.etcd).")
+                           .with({})),
+      control_resyncs(registry
+                          .counter("dpgate_control_resyncs_total",
+                                   "Fresh reads of the whole shared state after a lost or compacted etcd watch.")
+                          .with({})) {}
 
 }  // namespace dpgate::metrics

@@ -48,6 +48,9 @@ struct GatewayMetrics {
     Counter& idle_connections_evicted;      // dpgate_idle_connections_evicted_total
     CounterFamily& backend_usage_invalid;   // dpgate_backend_usage_invalid_total{backend}
     CounterFamily& upstream_dropped;        // dpgate_upstream_connections_dropped_total{backend,reason}
+    Gauge& control_store_up;                // dpgate_control_store_up
+    Gauge& control_revision;                // dpgate_control_revision
+    Counter& control_resyncs;               // dpgate_control_resyncs_total
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

@@ -7,6 +7,7 @@
 #include "gateway/backends/health_checker.hpp"
 #include "gateway/backends/role_ledger.hpp"
 #include "gateway/backends/router.hpp"
+#include "gateway/control/control_plane.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net/lingering_close.hpp"
 #include "gateway/ops/admin_page.hpp"
@@ -146,15 +147,16 @@ awaitable<void> AdminListener::refreshRankTables() {
     rank_tables_.resize(config.backends.size());
     // A backend that fails its probes is not asked: a hung one would hold
     // every status answer for the fetch timeout.
-    std::vector<bool> healthy(rank_tables_.size(), false);
+    std::vector<BackendHealth> health(rank_tables_.size(), BackendHealth::unknown);
     for (const BackendView& b : backends.snapshot())
-        if (std::optional<size_t> index = backends.find(b.name); index && *index < healthy.size())
-            healthy[*index] = b.healthy;
+        if (std::optional<size_t> index = backends.find(b.name); index && *index < health.size())
+            health[*index] = b.health;
     auto now = std::chrono::steady_clock::now();
     for (size_t i = 0; i < rank_tables_.size(); ++i) {
         if (rank_tables_[i].fetched && now - rank_tables_[i].at < std::chrono::seconds(1)) continue;
-        if (!healthy[i]) {
-            rank_tables_[i] = RankTable{true, now, {}, "backend is not healthy"};
+        if (health[i] != BackendHealth::healthy) {
+            const bool unknown = health[i] == BackendHealth::unknown;
+            rank_tables_[i] = RankTable{true, now, {}, unknown ? "backend not probed yet" : "backend is not healthy"};
             continue;
         }
         HealthChecker::Fetched fetched =
@@ -183,7 +185,26 @@ nlohmann::json optionalText(const std::string& value) {
 }
 
 nlohmann::json flipJson(const acceptance::FlipEvent& f) {
-    return {{"who", f.who}, {"at", f.at}, {"from", f.from}, {"to", f.to}, {"forced", f.forced}};
+    return {{"who", f.who}, {"at", f.at},         {"from", f.from},
+            {"to", f.to},   {"forced", f.forced}, {"record", optionalText(f.record)}};
+}
+
+// A flip or drain etcd did not take, as the operator's answer.
+std::optional<http::response<http::string_body>> refusedChange(const control::ControlOutcome& outcome,
+                                                               const std::string& what) {
+    using Kind = control::ControlOutcome::Kind;
+    switch (outcome.kind) {
+        case Kind::done: return std::nullopt;
+        case Kind::unavailable:
+            return errorResponse(ApiError::unavailable(
+                what + " refused: " + outcome.message + ". Traffic goes on with the roles last applied.",
+                "control_store_unavailable", "server_error"));
+        case Kind::conflict:
+            return errorResponse(ApiError::conflict(what + " refused: " + outcome.message + ".", "flip_refused"));
+        case Kind::refused:
+            return errorResponse(ApiError::conflict(what + " refused: " + outcome.message + ".", "control_refused"));
+    }
+    return std::nullopt;
 }
 
 }  // namespace
@@ -242,6 +263,7 @@ http::response<http::string_body> AdminListener::status() const {
         list.push_back({{"name", b.name},
                         {"url", backends.config(index).url},
                         {"role", conf::toString(b.role)},
+                        {"health", toString(b.health)},  // unknown, healthy or down
                         {"healthy", b.healthy},
                         {"probed", b.probed},
                         {"routable", backends.routable(index)},
@@ -279,6 +301,8 @@ http::response<http::string_body> AdminListener::status() const {
     status["last_flip"] = flips.empty() ? nlohmann::json(nullptr) : flipJson(flips.front());
     status["recent_flips"] = nlohmann::json::array();
     for (const acceptance::FlipEvent& f : flips) status["recent_flips"].push_back(flipJson(f));
+    status["control"] = pieces_.control.controlJson();
+    status["replicas"] = pieces_.control.replicasJson();
     status["acceptance_dir"] = optionalText(pieces_.records.dir());
     status["failover_requires_acceptance"] = actions_.config().routing.failover_requires_acceptance;
     if (std::optional<UnacceptedFailover> failover = backends.unacceptedFailover())
@@ -344,6 +368,7 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     // The record check: a passing acceptance record of the target whose
     // identity is what the target reports now (a changed build needs a new one).
     std::string record_note;
+    std::string record_used;  // the record's file, or its etcd key
     // The live checks first (they say the most), then the record.
     if (std::optional<std::string> refusal =
             backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary, false)) {
@@ -363,6 +388,31 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
             co_return errorResponse(ApiError::conflict(message, "flip_refused"));
         }
         record_note = ", accepted " + record->record.time;
+        record_used = record->file;
+    }
+    if (pieces_.control.shared()) {
+        // One etcd transaction against the primary the operator expects (or
+        // this replica saw): of two racing flips, one commits.
+        const std::string from =
+            flip_request.expect_primary ? std::string(*flip_request.expect_primary) : backends.primaryName();
+        // Named, not temporaries of the co_await (GCC 12 may destroy those twice).
+        acceptance::FlipEvent event{who,        acceptance::utcNow(), from, target_config.name, flip_request.force,
+                                    record_used};
+        std::string expected = from;
+        control::ControlOutcome outcome = co_await pieces_.control.flip(std::move(expected), std::move(event));
+        if (auto refused = refusedChange(outcome, "flip")) {
+            logLine(LogLevel::warn,
+                    "admin flip to " + target_config.name + " by " + who + " refused: " + outcome.message);
+            co_return std::move(*refused);
+        }
+        pieces_.metrics.flips.inc();
+        if (flip_request.force) pieces_.metrics.forced_flips.inc();
+        actions_.refreshAcceptance();
+        logLine(flip_request.force ? LogLevel::warn : LogLevel::info,
+                std::string("admin ") + (flip_request.force ? "FORCED " : "") + "flip by " + who +
+                    " (etcd): " + target_config.name + " is now the primary (was " + (from.empty() ? "none" : from) +
+                    ", window " + std::to_string(probe.max_model_len) + record_note + ")");
+        co_return status();
     }
     const std::string from = backends.primaryName();
     std::optional<std::string> refusal =
@@ -378,7 +428,8 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
         logLine(LogLevel::warn, "admin FORCED flip by " + who + ": " + target_config.name +
                                     " is now the primary without an acceptance-record check");
     }
-    pieces_.roles.recordFlip({who, acceptance::utcNow(), from, target_config.name, flip_request.force}, backends);
+    pieces_.roles.recordFlip({who, acceptance::utcNow(), from, target_config.name, flip_request.force, record_used},
+                             backends);
     actions_.refreshAcceptance();
     logLine(LogLevel::info, "admin flip by " + who + ": " + target_config.name + " is now the primary (was " +
                                 (from.empty() ? "none" : from) + ", window " + std::to_string(probe.max_model_len) +
@@ -391,6 +442,9 @@ http::response<http::string_body> AdminListener::metricsPage() const {
     BackendRegistry& backends = pieces_.backends;
     // Gauges that mirror registry state are refreshed at scrape time.
     for (const BackendView& b : backends.snapshot()) {
+        // No sample before a backend's first verdict: 0 would read as down
+        // and fire an alert on `dpgate_backend_up == 0` at every start.
+        if (b.health == BackendHealth::unknown) continue;
         bool primary = b.role == conf::BackendRole::primary;
         m.backend_up.with({b.name, "primary"}).set(primary && b.healthy ? 1 : 0);
         m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
@@ -426,17 +480,24 @@ awaitable<http::response<http::string_body>> AdminListener::backendMetrics(std::
     co_return response;
 }
 
-http::response<http::string_body> AdminListener::drain(std::string_view name, bool drained) {
+awaitable<http::response<http::string_body>> AdminListener::drain(std::string_view name, bool drained) {
     BackendRegistry& backends = pieces_.backends;
     std::optional<size_t> index = backends.find(name);
     if (!index) {
         ApiError error = ApiError::notFound("no backend named '" + std::string(clipUtf8(name, 200)) + "'.");
-        return errorResponse(error);
+        co_return errorResponse(error);
+    }
+    if (pieces_.control.shared()) {
+        const std::string backend(name);
+        control::ControlOutcome outcome = co_await pieces_.control.drain(backend, drained);
+        if (auto refused = refusedChange(outcome, drained ? "drain" : "undrain")) co_return std::move(*refused);
+        logLine(LogLevel::info, std::string("admin ") + (drained ? "drain " : "undrain ") + backend + " (etcd)");
+        co_return status();
     }
     backends.setDrained(*index, drained);
     pieces_.roles.persist(backends);
     logLine(LogLevel::info, std::string("admin ") + (drained ? "drain " : "undrain ") + std::string(name));
-    return status();
+    co_return status();
 }
 
 awaitable<http::response<http::string_body>> AdminListener::answer(const http::request<http::string_body>& request,
@@ -469,6 +530,9 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     const bool get = request.method() == http::verb::get || request.method() == http::verb::head;
     const bool post = request.method() == http::verb::post;
     if (get && path == "/admin/status") {
+        // A record `dpgate accept` has just written shows at once (refresh
+        // rereads only new and changed files).
+        actions_.refreshAcceptance();
         co_await refreshRankTables();
         co_return status();
     }
@@ -510,7 +574,7 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
     }
     for (auto [prefix, drained] :
          {std::pair{std::string_view("/admin/drain/"), true}, std::pair{std::string_view("/admin/undrain/"), false}})
-        if (post && path.starts_with(prefix)) co_return drain(path.substr(prefix.size()), drained);
+        if (post && path.starts_with(prefix)) co_return co_await drain(path.substr(prefix.size()), drained);
     ApiError error = ApiError::notFound("no admin route for " + std::string(clipUtf8(request.method_string(), 32)) +
                                         " " + std::string(clipUtf8(path, 200)) + ".");
     co_return errorResponse(error);

@@ -43,7 +43,7 @@ private:
     // once a second per backend (monitors poll status often).
     awaitable<void> refreshRankTables();
     awaitable<http::response<http::string_body>> flip(const FlipRequest& flip_request);
-    http::response<http::string_body> drain(std::string_view name, bool drained);
+    awaitable<http::response<http::string_body>> drain(std::string_view name, bool drained);
     http::response<http::string_body> metricsPage() const;
     awaitable<http::response<http::string_body>> backendMetrics(std::string_view name);
 

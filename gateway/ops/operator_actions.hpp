@@ -22,6 +22,10 @@ namespace dpgate::metrics {
 class GatewayMetrics;
 }
 
+namespace dpgate::gateway::control {
+class ControlPlane;
+}
+
 namespace dpgate::gateway {
 
 class AdmissionPool;
@@ -62,6 +66,7 @@ struct AdminPieces {
     metrics::GatewayMetrics& metrics;
     acceptance::RecordStore& records;
     RoleLedger& roles;
+    control::ControlPlane& control;
     const CountCheck& count_check;
     const admission::SharedSegmentCache& shared_segments;
     const AdmissionPool& admission_pool;

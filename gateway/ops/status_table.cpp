@@ -50,10 +50,15 @@ std::string joined(const nlohmann::json& array, const char* separator) {
     return text;
 }
 
+// "unknown" (no probe verdict yet) is not "down"; a gateway older than the
+// "health" field says it with "probed" and "healthy".
 std::string health(const nlohmann::json& backend) {
+    const nlohmann::json& named = field(backend, "health");
+    if (named == "unknown") return "not probed yet (unknown)";
+    if (named.is_string()) return cellText(named);
     const nlohmann::json& healthy = field(backend, "healthy");
     if (!healthy.is_boolean()) return "-";
-    if (field(backend, "probed") == false) return "not probed yet";
+    if (field(backend, "probed") == false) return "not probed yet (unknown)";
     return healthy.get<bool>() ? "healthy" : "down";
 }
 

@@ -9,8 +9,11 @@ namespace dpgate::gateway {
 std::pair<unsigned, std::string> healthBody(const BackendRegistry& backends) {
     nlohmann::json list = nlohmann::json::array();
     for (const BackendView& b : backends.snapshot())
-        list.push_back(
-            {{"name", b.name}, {"role", conf::toString(b.role)}, {"healthy", b.healthy}, {"drained", b.drained}});
+        list.push_back({{"name", b.name},
+                        {"role", conf::toString(b.role)},
+                        {"health", toString(b.health)},
+                        {"healthy", b.healthy},
+                        {"drained", b.drained}});
     bool ok = backends.anyRoutable();
     nlohmann::json body = {{"status", ok ? "ok" : "unavailable"},
                            {"public_window", backends.publicWindow()},

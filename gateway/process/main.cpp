@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
         if (const std::string off = fastPathsOffText(); !off.empty())
             gateway::logLine(gateway::LogLevel::info, "fast paths off (DPGATE_PLAIN): " + off);
         try {
-            gateway::Server server(std::move(config), {.ignore_state = ignore_state});
+            gateway::Server server(std::move(config), {.ignore_state = ignore_state, .version = DPGATE_VERSION});
             return server.run();
         } catch (const std::exception& e) {
             std::cerr << "dpgate: " << e.what() << "\n";

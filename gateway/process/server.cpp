@@ -69,6 +69,7 @@ Server::Server(conf::Config config, ServeOptions options)
       backends_(config_),
       router_(backends_, config_),
       count_check_(metrics_, config_.backends),
+      version_(options.version),
       roles_(config_, options.ignore_state),
       records_(config_.acceptance.dir) {
     if (const std::optional<acceptance::RoleState>& state = roles_.resumed()) {
@@ -111,6 +112,7 @@ Server::~Server() {
     acceptance_timer_.reset();
     admin_.reset();
     health_.reset();
+    control_.reset();
     workers_.clear();
 }
 
@@ -124,12 +126,25 @@ int Server::run() {
     endpoint.port(port);  // a configured port 0 becomes the port the first worker got
     for (size_t i = 1; i < workers_.size(); ++i) workers_[i]->listen(endpoint);
 
+    // The shared roles before the first request: a replica that starts
+    // while others run routes as they do.
+    control_ = std::make_unique<control::ControlPlane>(
+        config_,
+        control::ControlPieces{.backends = backends_,
+                               .roles = roles_,
+                               .records = records_,
+                               .metrics = metrics_,
+                               .acceptance_changed = [this] { refreshAcceptance(); }},
+        version_, port);
+    control_->start();
+
     admin_ = std::make_unique<AdminListener>(io,
                                              AdminPieces{.backends = backends_,
                                                          .router = router_,
                                                          .metrics = metrics_,
                                                          .records = records_,
                                                          .roles = roles_,
+                                                         .control = *control_,
                                                          .count_check = count_check_,
                                                          .shared_segments = *shared_segments_,
                                                          .admission_pool = *admission_pool_},
@@ -183,6 +198,7 @@ int Server::run() {
 
     for (auto& w : workers_) w->start();
     for (auto& w : workers_) w->join();
+    control_->stop();  // gives the membership lease back: status elsewhere drops this replica now
     logLine(LogLevel::info, "stopped");
     return 0;
 }
@@ -198,6 +214,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
     if (running.admin.address != next.admin.address || running.admin.port != next.admin.port)
         return "admin.address/admin.port";
     if (running.threads != next.threads) return "threads";
+    if (running.control != next.control) return "control";
     if (running.admission_threads != next.admission_threads) return "admission_threads";
     if (running.huge_pages != next.huge_pages) return "huge_pages";
     if (running.model.id != next.model.id) return "model.id";

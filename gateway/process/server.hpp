@@ -11,6 +11,7 @@
 #include "gateway/backends/backend_registry.hpp"
 #include "gateway/backends/role_ledger.hpp"
 #include "gateway/backends/router.hpp"
+#include "gateway/control/control_plane.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/sharded_count.hpp"
@@ -40,7 +41,8 @@ class HealthChecker;
 class AdminListener;
 
 struct ServeOptions {
-    bool ignore_state = false;  // --ignore-state: roles from the config, not state.dir
+    bool ignore_state = false;      // --ignore-state: roles from the config, not state.dir
+    std::string version = "0.0.0";  // what membership records say this replica runs
 };
 
 class Server final : public OperatorActions, public StatusReadings {
@@ -119,6 +121,7 @@ private:
     BackendRegistry backends_;
     Router router_;
     CountCheck count_check_;
+    const std::string version_;
     RoleLedger roles_;
     acceptance::RecordStore records_;
     std::unique_ptr<net::steady_timer> acceptance_timer_;
@@ -138,6 +141,7 @@ private:
     std::unique_ptr<PathShared> path_shared_;
     std::vector<std::unique_ptr<Worker>> workers_;
     std::unique_ptr<HealthChecker> health_;
+    std::unique_ptr<control::ControlPlane> control_;
     std::unique_ptr<AdminListener> admin_;
     std::unique_ptr<net::steady_timer> drain_timer_;
     bool shutting_down_ = false;

@@ -342,14 +342,15 @@ class Sim:
                  cache_tokens: int | None = None, prefill_us_per_token: int | None = None,
                  decode_us_per_token: int | None = None, max_output: int | None = None,
                  threads: int | None = None, fault: str | None = None,
-                 extra_args: Iterable[str] = (), host: str = "127.0.0.1", timeout: float = 10.0):
+                 extra_args: Iterable[str] = (), host: str = "127.0.0.1", timeout: float = 10.0,
+                 port: int = 0):
         self.host = host
         self.model = model
         self.window = window
         self.dp = dp
         self._dir = Path(tempfile.mkdtemp(prefix="dpgate-sim-"))
         port_file = self._dir / "port"
-        argv = [str(bin_dir() / "dpgate-sim"), "--listen", f"{host}:0", "--port-file", str(port_file),
+        argv = [str(bin_dir() / "dpgate-sim"), "--listen", f"{host}:{port}", "--port-file", str(port_file),
                 "--dp", str(dp), "--window", str(window), "--model", model]
         optional = {"--cache-tokens": cache_tokens, "--prefill-us-per-token": prefill_us_per_token,
                     "--decode-us-per-token": decode_us_per_token, "--max-output": max_output,

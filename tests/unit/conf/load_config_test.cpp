@@ -19,10 +19,13 @@ TEST(LoadConfig, UnsetKeysKeepTheirDefaults) {
     Config config = load(minimal_backends);
     EXPECT_EQ(config.backends.size(), 1u);
     config.backends.clear();
+    EXPECT_EQ(config.shared_digest.size(), 64u);  // derived from the text, not a default
+    config.shared_digest.clear();
     EXPECT_TRUE(config == Config{});
     // Empty sections are allowed and change nothing.
     Config sparse = load(std::string("listen:\nlimits:\nauth:\n") + minimal_backends);
     sparse.backends.clear();
+    sparse.shared_digest.clear();
     EXPECT_TRUE(sparse == Config{});
 }
 
@@ -154,6 +157,49 @@ TEST(LoadConfig, ToStringSpellsTheYamlValues) {
     EXPECT_STREQ(toString(BackendRole::standby), "standby");
     EXPECT_STREQ(toString(RoutingMode::failover), "failover");
     EXPECT_STREQ(toString(RoutingMode::active_active), "active-active");
+}
+
+TEST(LoadConfig, ControlEtcdIsReadWithItsDefaults) {
+    const Config config = load(
+        "control:\n  replica_id: pod-a\n  etcd:\n    endpoints: [\"http://e1:2379\", "
+        "\"https://e2:2379\"]\n    lease_ttl_s: 3\n" +
+        std::string(minimal_backends));
+    EXPECT_TRUE(config.control.shared());
+    EXPECT_EQ(config.control.replica_id, "pod-a");
+    EXPECT_EQ(config.control.etcd.endpoints, (std::vector<std::string>{"http://e1:2379", "https://e2:2379"}));
+    EXPECT_EQ(config.control.etcd.prefix, "/dpgate/");
+    EXPECT_EQ(config.control.etcd.lease_ttl_s, 3u);
+    EXPECT_EQ(config.control.etcd.request_timeout_ms, 5000u);
+    EXPECT_FALSE(load(minimal_backends).control.shared());
+}
+
+TEST(LoadConfig, ControlEtcdRefusesWhatCannotWork) {
+    const std::string b = minimal_backends;
+    EXPECT_NE(test::errorOf("control:\n  etcd: {}\n" + b).find("control.etcd.endpoints"), std::string::npos);
+    EXPECT_NE(test::errorOf("control:\n  etcd: {endpoints: []}\n" + b).find("at least one etcd endpoint"),
+              std::string::npos);
+    EXPECT_NE(test::errorOf("control:\n  etcd: {endpoints: [\"etcd:2379\"]}\n" + b).find("expected http(s)://"),
+              std::string::npos);
+    EXPECT_NE(test::errorOf("control:\n  etcd: {endpoints: [\"http://e:1\"], prefix: dpgate}\n" + b)
+                  .find("starting and ending with '/'"),
+              std::string::npos);
+    EXPECT_NE(test::errorOf("control:\n  etcd: {endpoints: [\"http://e:1\"], username: u}\n" + b)
+                  .find("username and password_file go together"),
+              std::string::npos);
+    EXPECT_NE(test::errorOf("control:\n  replica_id: \"a/b\"\n" + b).find("without '/'"), std::string::npos);
+}
+
+// Replicas of one deployment differ in where they listen, their state
+// folder, their logs and their id; in nothing else without being flagged.
+TEST(LoadConfig, TheSharedDigestIgnoresWhatDiffersBetweenReplicasByDesign) {
+    const std::string b = minimal_backends;
+    const std::string base = load("control:\n  replica_id: a\n" + b).shared_digest;
+    EXPECT_EQ(base, load("listen: {port: 9}\nadmin: {port: 10}\nlog: {level: debug}\nstate: {dir: /x}\n"
+                         "control:\n  replica_id: b\n" +
+                         b)
+                        .shared_digest);
+    EXPECT_NE(base, load("limits: {max_body_bytes: 1000}\ncontrol:\n  replica_id: a\n" + b).shared_digest);
+    EXPECT_NE(base, load("control:\n  replica_id: a\nbackends:\n  - {name: a, url: \"http://h:2\"}\n").shared_digest);
 }
 
 }  // namespace

@@ -28,7 +28,7 @@ INSTANTIATE_TEST_SUITE_P(
         UnknownKeyCase{
             b + "listn:\n  port: 1\n",
             "conf: listn: line 3: unknown key; expected one of: listen, admin, model, limits, routing, "
-            "health, backends, auth, log, metrics, state, acceptance, threads, admission_threads, huge_pages"},
+            "health, backends, auth, log, metrics, state, acceptance, control, threads, admission_threads, huge_pages"},
         UnknownKeyCase{"listen:\n  prot: 1\n" + b,
                        "conf: listen.prot: line 2: unknown key; expected one of: address, port, tls"},
         UnknownKeyCase{"listen:\n  tls:\n    certificate: x\n" + b,

@@ -29,6 +29,7 @@ inline ProbeResult good(uint64_t window = 1048576) {
     r.models_ok = true;
     r.model_ids = {"ds-v4.1-flash-1017"};
     r.max_model_len = window;
+    r.reached = true;
     return r;
 }
 

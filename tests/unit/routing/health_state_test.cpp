@@ -14,6 +14,32 @@ TEST(HealthState, FirstProbeDecides) {
     EXPECT_EQ(down.status(), HealthState::Status::down);
 }
 
+// Nobody could connect: the backend may still be starting. It stays
+// unknown for up to `fall` such probes; an answer (or a success) decides.
+TEST(HealthState, UnreachedProbesLeaveItUnknownUpToFall) {
+    HealthState late(3, 2);
+    late.probeFailed(/*reached=*/false);
+    late.probeFailed(/*reached=*/false);
+    EXPECT_EQ(late.status(), HealthState::Status::unknown);
+    EXPECT_FALSE(late.probed());
+    late.probeSucceeded();
+    EXPECT_TRUE(late.up()) << "the first success decides, rise or not";
+
+    HealthState never(3, 2);
+    for (int i = 0; i < 2; ++i) never.probeFailed(/*reached=*/false);
+    never.probeFailed(/*reached=*/false);
+    EXPECT_EQ(never.status(), HealthState::Status::down);
+
+    HealthState answered(3, 2);
+    answered.probeFailed(/*reached=*/false);
+    answered.probeFailed(/*reached=*/true);
+    EXPECT_EQ(answered.status(), HealthState::Status::down) << "an answered failure is a verdict";
+
+    HealthState single(1, 1);
+    single.probeFailed(/*reached=*/false);
+    EXPECT_EQ(single.status(), HealthState::Status::down) << "fall 1 gives no grace";
+}
+
 TEST(HealthState, FallAndRiseNeedConsecutiveProbes) {
     HealthState h(3, 2);
     h.probeSucceeded();

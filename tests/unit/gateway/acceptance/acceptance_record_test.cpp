@@ -191,7 +191,7 @@ RoleState sampleState() {
     s.backends = {"primary", "standby"};
     s.primary = "standby";
     s.drained = {"primary"};
-    s.flips = {{"alice", "2026-12-03T18:00:00Z", "primary", "standby", false}};
+    s.flips = {{"alice", "2026-12-03T18:00:00Z", "primary", "standby", false, "accept-standby-20261203T175900Z.json"}};
     s.written_at = "2026-12-03T18:00:01Z";
     return s;
 }

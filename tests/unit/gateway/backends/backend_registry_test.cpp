@@ -26,6 +26,14 @@ ProbeResult refused() {
     return r;
 }
 
+// A backend that listens and answers, but not healthy.
+ProbeResult unhealthy() {
+    ProbeResult r;
+    r.reached = true;
+    r.error = "GET /health answered 503";
+    return r;
+}
+
 }  // namespace
 
 TEST(BackendRegistry, NothingRoutableBeforeTheFirstProbe) {
@@ -68,12 +76,76 @@ TEST(BackendRegistry, StandbyProbedFirstWaitsForThePrimarysFirstVerdict) {
 TEST(BackendRegistry, PrimaryFoundDownAtStartFailsOverLoudly) {
     BackendRegistry registry(twoBackends());
     registry.recordProbe(1, good());
-    registry.recordProbe(0, refused());  // its first verdict: down at once
+    registry.recordProbe(0, unhealthy());  // its first verdict: down at once
     EXPECT_EQ(poolBackend(registry), 1u);
     ASSERT_TRUE(registry.unacceptedFailover().has_value());
     EXPECT_EQ(registry.unacceptedFailover()->backends, "standby");
     EXPECT_TRUE(registry.snapshot()[0].probed);
     EXPECT_FALSE(registry.snapshot()[0].healthy);
+}
+
+TEST(BackendRegistry, HealthIsUnknownUntilTheFirstVerdict) {
+    BackendRegistry registry(twoBackends());
+    for (const BackendView& b : registry.snapshot()) {
+        EXPECT_EQ(b.health, BackendHealth::unknown) << b.name;
+        EXPECT_FALSE(b.healthy);
+        EXPECT_FALSE(b.probed);
+    }
+    EXPECT_EQ(registry.health(0), BackendHealth::unknown);
+    registry.recordProbe(0, good());
+    registry.recordProbe(1, unhealthy());
+    EXPECT_EQ(registry.health(0), BackendHealth::healthy);
+    EXPECT_EQ(registry.health(1), BackendHealth::down);
+    EXPECT_EQ(registry.snapshot()[0].health, BackendHealth::healthy);
+    EXPECT_EQ(registry.snapshot()[1].health, BackendHealth::down);
+    EXPECT_STREQ(toString(BackendHealth::unknown), "unknown");
+    EXPECT_STREQ(toString(BackendHealth::healthy), "healthy");
+    EXPECT_STREQ(toString(BackendHealth::down), "down");
+}
+
+// The gateway started before its backends: nothing listens yet. That is no
+// verdict: both stay unknown, nothing fails over, nothing alarms, and the
+// first answer decides.
+TEST(BackendRegistry, ABackendNotListeningYetStaysUnknown) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(0, refused());
+    registry.recordProbe(1, refused());
+    EXPECT_EQ(registry.health(0), BackendHealth::unknown);
+    EXPECT_EQ(registry.health(1), BackendHealth::unknown);
+    EXPECT_EQ(registry.snapshot()[0].last_error, "connect: Connection refused");
+    // The standby comes up first: the unknown primary is not down, so no failover.
+    registry.recordProbe(1, good());
+    EXPECT_FALSE(poolBackend(registry).has_value());
+    EXPECT_FALSE(registry.unacceptedFailover().has_value());
+    registry.recordProbe(0, good());
+    EXPECT_EQ(registry.health(0), BackendHealth::healthy);
+    EXPECT_EQ(poolBackend(registry), 0u);
+    EXPECT_FALSE(registry.unacceptedFailover().has_value());
+}
+
+// One that never comes up is down after `fall` (2) refusals, as an up one
+// would be, and then the failover is loud.
+TEST(BackendRegistry, ABackendThatNeverListensIsDownAfterFall) {
+    BackendRegistry registry(twoBackends());
+    registry.recordProbe(1, good());
+    registry.recordProbe(0, refused());
+    EXPECT_EQ(registry.health(0), BackendHealth::unknown);
+    EXPECT_FALSE(registry.unacceptedFailover().has_value());
+    registry.recordProbe(0, refused());
+    EXPECT_EQ(registry.health(0), BackendHealth::down);
+    EXPECT_EQ(poolBackend(registry), 1u);
+    ASSERT_TRUE(registry.unacceptedFailover().has_value());
+    EXPECT_EQ(registry.unacceptedFailover()->backends, "standby");
+}
+
+// Passive evidence before any probe does not make a verdict either.
+TEST(BackendRegistry, APassiveFailureLeavesAnUnknownBackendUnknown) {
+    BackendRegistry registry(twoBackends());
+    registry.recordPassiveFailure(0, "connect: Connection refused");
+    EXPECT_EQ(registry.health(0), BackendHealth::unknown);
+    registry.recordProbe(0, good());
+    EXPECT_EQ(registry.health(0), BackendHealth::healthy);
+    EXPECT_TRUE(registry.routable(0));
 }
 
 TEST(BackendRegistry, PublicWindowIsTheSmallestReported) {

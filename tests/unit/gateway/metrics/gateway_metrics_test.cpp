@@ -39,7 +39,10 @@ TEST(GatewayMetrics, DeclaresExactlyTheIssueFamilies) {
                                                "dpgate_connections_refused_total",
                                                "dpgate_idle_connections_evicted_total",
                                                "dpgate_backend_usage_invalid_total",
-                                               "dpgate_upstream_connections_dropped_total"};
+                                               "dpgate_upstream_connections_dropped_total",
+                                               "dpgate_control_store_up",
+                                               "dpgate_control_revision",
+                                               "dpgate_control_resyncs_total"};
     EXPECT_EQ(m.registry.familyNames(), families);
 }
 

@@ -117,3 +117,16 @@ TEST(CtlStatusTable, ABackendNotProbedYetIsNotCalledDown) {
     status["backends"][1]["probed"] = true;
     EXPECT_TRUE(statusTable(status)[5].starts_with("bb       primary  down ")) << statusTable(status)[5];
 }
+
+// The "health" field names the tri-state; "unknown" is shown as such, never as down.
+TEST(CtlStatusTable, HealthUnknownIsShownAsUnknown) {
+    nlohmann::json status = twoBackends();
+    status["backends"][1]["health"] = "unknown";
+    status["backends"][1]["healthy"] = false;
+    status["backends"][1]["probed"] = false;
+    std::vector<std::string> lines = statusTable(status);
+    EXPECT_TRUE(lines[5].starts_with("bb       primary  not probed yet (unknown)")) << lines[5];
+    status["backends"][1]["health"] = "down";
+    status["backends"][1]["probed"] = true;
+    EXPECT_TRUE(statusTable(status)[5].starts_with("bb       primary  down ")) << statusTable(status)[5];
+}
