@@ -14,6 +14,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import signal
 import subprocess
 import threading
@@ -159,7 +160,7 @@ def test_a_flip_through_one_replica_reaches_every_replica_within_a_second(sims, 
             assert route(gw) == "standby"
 
         state = shared_state(etcd, prefix)
-        assert state["format"] == "dpgate-state/1" and state["model_id"] == MODEL, state
+        assert state["format"] == "dpgate-state/1" and state["model"] == MODEL, state
         assert sorted(state["backends"]) == ["primary", "standby"]
         assert state["primary"] == "standby" and state["drained"] == [] and state["written_at"].endswith("Z")
         last = state["flips"][0]
@@ -193,7 +194,7 @@ def test_two_racing_flips_through_two_replicas_have_exactly_one_winner(sims, etc
             code, _, body = results[loser]
             assert code == 409 and body["error"]["code"] == "flip_refused", (round_index, body)
             message = body["error"]["message"]
-            assert f"'{other}'" in message, f"the refusal does not name the primary '{other}': {message}"
+            assert re.search(rf"primary is '?{other}\b", message), f"the refusal does not name the primary: {message}"
             assert winners[0] in message, f"the refusal does not name who flipped ({winners[0]}): {message}"
 
             bodies = wait_all(gws, lambda b: primary_of(b) == other)
@@ -317,6 +318,7 @@ def test_a_replica_whose_watch_falls_behind_a_compaction_resyncs(sims, etcd, pre
     with replicas(sims, etcd, prefix) as gws:
         behind = gws[2]
         before = status(behind)["control"]["revision"]
+        resyncs = metric_sample(admin_metrics(behind), "dpgate_control_resyncs_total")
         os.kill(behind.pid, signal.SIGSTOP)
         try:
             # Every member restarted: the paused replica's watch connection is
@@ -338,7 +340,7 @@ def test_a_replica_whose_watch_falls_behind_a_compaction_resyncs(sims, etcd, pre
         assert primary_of(body) == "standby" and drained_of(body) == {"primary"}, body["backends"]
         assert body["control"]["revision"] >= compacted and body["control"]["reachable"], body["control"]
         assert route(behind) == "standby"
-        assert metric_sample(admin_metrics(behind), "dpgate_control_resyncs_total") >= 1
+        assert metric_sample(admin_metrics(behind), "dpgate_control_resyncs_total") > resyncs
 
 
 def test_every_replica_lists_the_others_flags_another_config_and_forgets_a_dead_one(sims, etcd, prefix):
