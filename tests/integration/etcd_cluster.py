@@ -24,7 +24,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import time
 import uuid
 from pathlib import Path
@@ -152,6 +151,8 @@ class EtcdCluster:
     """`size` etcd members on loopback, started and healthy on return."""
 
     def __init__(self, base_dir: Path, size: int = 3, start_timeout: float = 60.0):
+        if shutil.which("etcd") is None:
+            raise RuntimeError("etcd is not on PATH: these tests start a real cluster (Debian etcd-server)")
         self.base_dir = Path(base_dir)
         self.base_dir.mkdir(parents=True, exist_ok=True)
         self.token = f"dpgate-test-{uuid.uuid4().hex[:8]}"
@@ -340,11 +341,3 @@ def etcd(etcd_cluster):
     etcd_cluster.ensure_running()
     return etcd_cluster
 
-
-def socket_closed(port: int) -> bool:
-    """Nothing accepts on 127.0.0.1:port."""
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=0.5):
-            return False
-    except OSError:
-        return True

@@ -385,6 +385,14 @@ def test_every_replica_lists_the_others_flags_another_config_and_forgets_a_dead_
         assert sorted(e["id"] for e in body["replicas"]) == ["r1", "r3", "r4"]
         assert prefix + "replicas/r2" not in etcd.range(prefix + "replicas/")
 
+        # Stopped cleanly: it gives its lease back and is gone at once.
+        gws[2].stop()
+        stopped = time.monotonic()
+        body = poll(lambda: status(gws[0]), lambda b: "r3" not in {e["id"] for e in b["replicas"]},
+                    timeout=LEASE_TTL_S + 10)
+        assert sorted(e["id"] for e in body["replicas"]) == ["r1", "r4"], body["replicas"]
+        assert time.monotonic() - stopped < LEASE_TTL_S - 1, "a clean stop should not wait for the lease to expire"
+
 
 def test_an_acceptance_record_written_beside_one_replica_lets_another_flip(sims, etcd, prefix, tmp_path):
     with Gateway(replica_config(sims, etcd, prefix, "r1", acceptance={"dir": str(tmp_path / "acc1")})) as r1, \
