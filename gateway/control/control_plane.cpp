@@ -105,8 +105,26 @@ struct ControlPlane::Shared {
     int64_t watch_from = 0;  // the newest revision read: the watch starts after it
 };
 
-ControlPlane::ControlPlane(const conf::Config& config, ControlPieces pieces, std::string version,
-                           uint16_t listen_port)
+std::string describeControl(const conf::Config& config) {
+    const std::string cache = config.state.dir.empty() ? std::string(
+                                                             "no state.dir, so no local cache: a replica "
+                                                             "started while etcd is down takes the config's roles")
+                                                       : "state.dir " + config.state.dir +
+                                                             " is the cache a replica starts from while etcd is down";
+    if (config.control.shared()) {
+        const conf::EtcdConfig& etcd = config.control.etcd;
+        return "roles: shared through etcd (control.etcd: " + std::to_string(etcd.endpoints.size()) +
+               " endpoint(s), prefix " + etcd.prefix + ", replica " +
+               (config.control.replica_id.empty() ? std::string("<host name>:<port>") : config.control.replica_id) +
+               "): a flip or drain through any replica reaches every replica; " + cache + "\n";
+    }
+    return std::string("roles: this replica's own (no control.etcd): ") +
+           (config.state.dir.empty() ? "not persisted, the config's at every start"
+                                     : "kept in state.dir " + config.state.dir) +
+           "; other replicas do not see its flips or drains\n";
+}
+
+ControlPlane::ControlPlane(const conf::Config& config, ControlPieces pieces, std::string version, uint16_t listen_port)
     : config_(config),
       pieces_(std::move(pieces)),
       shared_(config.control.shared()),
@@ -115,7 +133,8 @@ ControlPlane::ControlPlane(const conf::Config& config, ControlPieces pieces, std
                                                     : config.control.replica_id),
       shared_state_(std::make_unique<Shared>()) {
     if (shared_)
-        client_ = std::make_unique<EtcdClient>(io_, config.control.etcd, readPassword(config.control.etcd.password_file));
+        client_ =
+            std::make_unique<EtcdClient>(io_, config.control.etcd, readPassword(config.control.etcd.password_file));
     pieces_.metrics.control_store_up.set(1);
 }
 
@@ -132,9 +151,7 @@ void ControlPlane::start() {
     auto done = std::make_shared<std::promise<void>>();
     std::future<void> first = done->get_future();
     net::co_spawn(io_, firstSync(done), net::detached);
-    thread_ = std::thread([this] {
-        io_.run();
-    });
+    thread_ = std::thread([this] { io_.run(); });
     const auto bound = ms(config_.control.etcd.dial_timeout_ms + config_.control.etcd.request_timeout_ms + 500);
     if (first.wait_for(bound) != std::future_status::ready)
         logLine(LogLevel::warn, "control: etcd did not answer within " + std::to_string(bound.count()) +
@@ -392,8 +409,8 @@ awaitable<bool> ControlPlane::publishMember() {
         // The gateway's keepalive is a stream; its first answer is the renewal.
         EtcdReply failure;
         const json keepalive = idRequest(s.lease);
-        std::unique_ptr<EtcdClient::Stream> stream = co_await client_->open(
-            "/v3/lease/keepalive", keepalive, config_.control.etcd.request_timeout_ms, failure);
+        std::unique_ptr<EtcdClient::Stream> stream =
+            co_await client_->open("/v3/lease/keepalive", keepalive, config_.control.etcd.request_timeout_ms, failure);
         if (!stream) {
             setReachable(false, failure.error);
             co_return false;
@@ -463,8 +480,7 @@ awaitable<void> ControlPlane::memberLoop() {
     }
 }
 
-awaitable<ControlOutcome> ControlPlane::commit(std::function<std::string(acceptance::RoleState&)> change,
-                                              bool retry) {
+awaitable<ControlOutcome> ControlPlane::commit(std::function<std::string(acceptance::RoleState&)> change, bool retry) {
     const std::string state_key = key("state");
     for (int attempt = 0; attempt < (retry ? 5 : 1) + 1; ++attempt) {
         const json range = keyRequest(state_key);
@@ -494,9 +510,9 @@ awaitable<ControlOutcome> ControlPlane::commit(std::function<std::string(accepta
         EtcdReply written = co_await client_->call("/v3/kv/txn", txn);
         if (!written.ok) {
             setReachable(!written.unreachable, written.error);
-            co_return ControlOutcome{ControlOutcome::Kind::unavailable,
-                                     "etcd did not confirm the change (" + written.error +
-                                         "); /admin/status shows whether it took"};
+            co_return ControlOutcome{
+                ControlOutcome::Kind::unavailable,
+                "etcd did not confirm the change (" + written.error + "); /admin/status shows whether it took"};
         }
         setReachable(true, {});
         if (written.body.value("succeeded", false)) {
@@ -518,27 +534,28 @@ awaitable<ControlOutcome> ControlPlane::flip(std::string from, acceptance::FlipE
         // Named, not a temporary of the co_await: GCC 12 may destroy such a
         // temporary twice.
         std::function<std::string(acceptance::RoleState&)> change = [&](acceptance::RoleState& state) -> std::string {
-                if (state.primary != from) {
-                    std::string who;
-                    if (!state.flips.empty() && state.flips.front().to == state.primary)
-                        who = " (flipped by " + state.flips.front().who + " at " + state.flips.front().at + ")";
-                    return "the primary is " + (state.primary.empty() ? std::string("none") : state.primary) + who +
-                           ", not " + (from.empty() ? std::string("none") : from);
-                }
-                acceptance::FlipEvent flip = event;
-                flip.from = from;
-                state.primary = flip.to;
-                state.flips.insert(state.flips.begin(), std::move(flip));
-                if (state.flips.size() > acceptance::kKeptFlips) state.flips.pop_back();
-                return {};
-            };
+            if (state.primary != from) {
+                std::string who;
+                if (!state.flips.empty() && state.flips.front().to == state.primary)
+                    who = " (flipped by " + state.flips.front().who + " at " + state.flips.front().at + ")";
+                return "the primary is " + (state.primary.empty() ? std::string("none") : state.primary) + who +
+                       ", not " + (from.empty() ? std::string("none") : from);
+            }
+            acceptance::FlipEvent flip = event;
+            flip.from = from;
+            state.primary = flip.to;
+            state.flips.insert(state.flips.begin(), std::move(flip));
+            if (state.flips.size() > acceptance::kKeptFlips) state.flips.pop_back();
+            return {};
+        };
         ControlOutcome outcome = co_await commit(std::move(change), false);
         if (outcome.kind == ControlOutcome::Kind::conflict && outcome.message.empty()) {
             // The txn lost to another flip: name it from what was applied just now.
             std::vector<acceptance::FlipEvent> flips = pieces_.roles.flips();
             const std::string primary = pieces_.backends.primaryName();
             outcome.message = "another flip committed first: the primary is " + (primary.empty() ? "none" : primary);
-            if (!flips.empty()) outcome.message += " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
+            if (!flips.empty())
+                outcome.message += " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
         }
         co_return outcome;
     };
@@ -548,11 +565,11 @@ awaitable<ControlOutcome> ControlPlane::flip(std::string from, acceptance::FlipE
 awaitable<ControlOutcome> ControlPlane::drain(std::string name, bool drained) {
     auto task = [this, name = std::move(name), drained]() -> awaitable<ControlOutcome> {
         std::function<std::string(acceptance::RoleState&)> change = [&](acceptance::RoleState& state) -> std::string {
-                auto at = std::find(state.drained.begin(), state.drained.end(), name);
-                if (drained && at == state.drained.end()) state.drained.push_back(name);
-                if (!drained && at != state.drained.end()) state.drained.erase(at);
-                return {};
-            };
+            auto at = std::find(state.drained.begin(), state.drained.end(), name);
+            if (drained && at == state.drained.end()) state.drained.push_back(name);
+            if (!drained && at != state.drained.end()) state.drained.erase(at);
+            return {};
+        };
         ControlOutcome outcome = co_await commit(std::move(change), true);
         if (outcome.kind == ControlOutcome::Kind::conflict && outcome.message.empty())
             outcome.message = "the shared state kept changing under the drain; try again";

@@ -56,6 +56,9 @@ struct ControlPieces {
     std::function<void()> acceptance_changed;
 };
 
+// `dpgate check`'s line on where the roles live and why.
+std::string describeControl(const conf::Config& config);
+
 // What became of a flip or a drain.
 struct ControlOutcome {
     enum class Kind { done, conflict, unavailable, refused };
@@ -130,7 +133,7 @@ private:
     std::string source_;  // "etcd" | "cache" | "config"
     int64_t applied_revision_ = 0;
     std::string applied_at_;
-    int64_t latest_revision_ = 0;  // the state's newest mod_revision seen
+    int64_t latest_revision_ = 0;                    // the state's newest mod_revision seen
     std::map<std::string, nlohmann::json> members_;  // by replica id
 };
 

@@ -2,12 +2,12 @@
 
 #include "conf/backend_url.hpp"
 
+#include <openssl/err.h>
+#include <openssl/ssl.h>
 #include <boost/asio/ssl/context.hpp>
 #include <boost/asio/ssl/host_name_verification.hpp>
 #include <boost/asio/ssl/stream.hpp>
 #include <boost/beast/http/buffer_body.hpp>
-#include <openssl/err.h>
-#include <openssl/ssl.h>
 
 #include <algorithm>
 #include <stdexcept>
@@ -19,7 +19,6 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-constexpr std::string_view kAlphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
 // An answer of etcd larger than this is not one dpgate asked for.
 constexpr size_t kBodyLimit = 64u << 20;
 // One object of a stream (a watch's batch of events): each holds at most a
@@ -47,101 +46,6 @@ std::shared_ptr<ssl::context> clientTlsContext(const conf::EtcdConfig& config) {
 }
 
 }  // namespace
-
-std::string base64Encode(std::string_view bytes) {
-    std::string out;
-    out.reserve((bytes.size() + 2) / 3 * 4);
-    size_t i = 0;
-    for (; i + 2 < bytes.size(); i += 3) {
-        uint32_t v = uint32_t(uint8_t(bytes[i])) << 16 | uint32_t(uint8_t(bytes[i + 1])) << 8 | uint8_t(bytes[i + 2]);
-        for (int shift : {18, 12, 6, 0}) out += kAlphabet[(v >> shift) & 63];
-    }
-    if (i < bytes.size()) {
-        uint32_t v = uint32_t(uint8_t(bytes[i])) << 16;
-        if (i + 1 < bytes.size()) v |= uint32_t(uint8_t(bytes[i + 1])) << 8;
-        out += kAlphabet[(v >> 18) & 63];
-        out += kAlphabet[(v >> 12) & 63];
-        out += i + 1 < bytes.size() ? kAlphabet[(v >> 6) & 63] : '=';
-        out += '=';
-    }
-    return out;
-}
-
-std::optional<std::string> base64Decode(std::string_view text) {
-    if (text.size() % 4 != 0) return std::nullopt;
-    std::string out;
-    out.reserve(text.size() / 4 * 3);
-    for (size_t i = 0; i < text.size(); i += 4) {
-        uint32_t v = 0;
-        int pads = 0;
-        for (size_t j = 0; j < 4; ++j) {
-            char c = text[i + j];
-            uint32_t digit = 0;
-            if (c == '=') {
-                // Only at the end, at most two, and never followed by a digit.
-                if (i + 4 != text.size() || j < 2) return std::nullopt;
-                ++pads;
-            } else {
-                size_t at = kAlphabet.find(c);
-                if (at == std::string_view::npos || pads) return std::nullopt;
-                digit = uint32_t(at);
-            }
-            v = v << 6 | digit;
-        }
-        out += char(v >> 16);
-        if (pads < 2) out += char((v >> 8) & 0xff);
-        if (pads < 1) out += char(v & 0xff);
-    }
-    return out;
-}
-
-std::string prefixEnd(std::string_view prefix) {
-    std::string end(prefix);
-    while (!end.empty()) {
-        if (uint8_t(end.back()) < 0xff) {
-            end.back() = char(uint8_t(end.back()) + 1);
-            return end;
-        }
-        end.pop_back();
-    }
-    return std::string(1, '\0');  // every key
-}
-
-int64_t readInt64(const nlohmann::json& object, const char* key) {
-    if (!object.is_object()) return 0;
-    auto it = object.find(key);
-    if (it == object.end()) return 0;
-    if (it->is_number_integer()) return it->get<int64_t>();
-    if (!it->is_string()) return 0;
-    const std::string& text = it->get_ref<const std::string&>();
-    int64_t value = 0;
-    for (char c : text) {
-        if (c < '0' || c > '9' || value > (INT64_MAX - 9) / 10) return 0;
-        value = value * 10 + (c - '0');
-    }
-    return value;
-}
-
-std::optional<Kv> readKv(const nlohmann::json& kv) {
-    if (!kv.is_object()) return std::nullopt;
-    Kv out;
-    auto key = kv.find("key");
-    if (key == kv.end() || !key->is_string()) return std::nullopt;
-    std::optional<std::string> decoded = base64Decode(key->get_ref<const std::string&>());
-    if (!decoded) return std::nullopt;
-    out.key = std::move(*decoded);
-    // An empty value is left out of the JSON (proto3 defaults).
-    if (auto value = kv.find("value"); value != kv.end()) {
-        if (!value->is_string()) return std::nullopt;
-        std::optional<std::string> v = base64Decode(value->get_ref<const std::string&>());
-        if (!v) return std::nullopt;
-        out.value = std::move(*v);
-    }
-    out.mod_revision = readInt64(kv, "mod_revision");
-    out.create_revision = readInt64(kv, "create_revision");
-    out.lease = readInt64(kv, "lease");
-    return out;
-}
 
 int64_t EtcdReply::revision() const {
     auto header = body.find("header");
@@ -274,8 +178,8 @@ awaitable<EtcdReply> EtcdClient::callOnce(std::string_view path, const std::stri
     if (!connection) co_return reply;
     connection->expiresAfter(config_.request_timeout_ms);
     auto request = postRequest(connection->host, path, body, token_);
-    auto [wec, written] = co_await connection->with(
-        [&](auto& stream) { return http::async_write(stream, request, use_nothrow); });
+    auto [wec, written] =
+        co_await connection->with([&](auto& stream) { return http::async_write(stream, request, use_nothrow); });
     if (wec) {
         reply.error = config_.endpoints[endpoint] + ": POST " + std::string(path) + ": " + wec.message();
         co_return reply;
@@ -346,8 +250,8 @@ public:
     }
 
     awaitable<bool> start(http::request<http::string_body>& request, std::string& error) {
-        auto [wec, written] = co_await connection_->with(
-            [&](auto& stream) { return http::async_write(stream, request, use_nothrow); });
+        auto [wec, written] =
+            co_await connection_->with([&](auto& stream) { return http::async_write(stream, request, use_nothrow); });
         if (wec) {
             error = "POST " + std::string(request.target()) + ": " + wec.message();
             co_return false;
@@ -369,7 +273,8 @@ public:
     awaitable<std::optional<nlohmann::json>> next() override {
         while (!closed_) {
             if (size_t end = pending_.find('\n'); end != std::string::npos) {
-                nlohmann::json object = nlohmann::json::parse(std::string_view(pending_).substr(0, end), nullptr, false);
+                nlohmann::json object =
+                    nlohmann::json::parse(std::string_view(pending_).substr(0, end), nullptr, false);
                 pending_.erase(0, end + 1);
                 if (object.is_discarded()) {
                     error_ = "a stream object that is not JSON";

@@ -10,6 +10,7 @@
 #pragma once
 
 #include "conf/config.hpp"
+#include "gateway/control/etcd_codec.hpp"
 #include "gateway/net/net.hpp"
 
 #include <nlohmann/json.hpp>
@@ -26,25 +27,6 @@ class context;
 }
 
 namespace dpgate::gateway::control {
-
-std::string base64Encode(std::string_view bytes);
-// nullopt for anything that is not standard base64 (padding required).
-std::optional<std::string> base64Decode(std::string_view text);
-
-// The smallest key above every key that starts with `prefix`.
-std::string prefixEnd(std::string_view prefix);
-
-struct Kv {
-    std::string key;
-    std::string value;
-    int64_t mod_revision = 0;
-    int64_t create_revision = 0;
-    int64_t lease = 0;
-};
-
-// A "kv" object of the gateway's JSON; nullopt when malformed.
-std::optional<Kv> readKv(const nlohmann::json& kv);
-int64_t readInt64(const nlohmann::json& object, const char* key);  // int64 fields come as strings
 
 struct EtcdReply {
     bool ok = false;
@@ -75,8 +57,8 @@ public:
     };
     // Null with `failure` set when no endpoint took it. `idle_timeout_ms`
     // bounds the wait for each object (0: none).
-    awaitable<std::unique_ptr<Stream>> open(std::string_view path, const nlohmann::json& body,
-                                            uint64_t idle_timeout_ms, EtcdReply& failure);
+    awaitable<std::unique_ptr<Stream>> open(std::string_view path, const nlohmann::json& body, uint64_t idle_timeout_ms,
+                                            EtcdReply& failure);
 
     const std::vector<std::string>& endpoints() const { return config_.endpoints; }
 

@@ -105,6 +105,48 @@ std::string lastFlip(const nlohmann::json& flip) {
     return text;
 }
 
+// "control etcd revision 42 (applied 2026-12-07T18:00:00Z), reachable" or
+// "control local (state.dir)"; a loud line when etcd cannot be reached.
+void controlLines(const nlohmann::json& status, std::vector<std::string>& lines) {
+    const nlohmann::json& control = field(status, "control");
+    if (!control.is_object()) return;
+    if (field(control, "store") != "etcd") {
+        lines.push_back("control local (each replica its own roles)");
+        return;
+    }
+    lines.push_back("control etcd " + cellText(field(control, "prefix")) + " revision " +
+                    cellText(field(control, "revision")) + " (applied " + cellText(field(control, "applied_at")) +
+                    ", roles from " + cellText(field(control, "source")) + ")  replica " +
+                    cellText(field(control, "replica_id")));
+    if (field(control, "reachable") == false)
+        lines.push_back("!! ETCD UNREACHABLE: serving with the roles last applied; flips and drains are refused (" +
+                        cellText(field(control, "last_error")) + ")");
+}
+
+// One row per replica; LAGGING when it has not applied the newest roles,
+// OTHER CONFIG when its shared config digest is not this replica's.
+void replicaRows(const nlohmann::json& status, std::vector<std::string>& lines) {
+    const nlohmann::json& replicas = items(field(status, "replicas"));
+    if (replicas.empty()) return;
+    std::vector<std::vector<std::string>> rows = {
+        {"REPLICA", "VERSION", "CONFIG", "PRIMARY", "REVISION", "BACKENDS_UP", "LAST_SEEN", "FLAGS"}};
+    for (const nlohmann::json& r : replicas) {
+        std::string flags;
+        auto flag = [&flags](const char* text) { flags.append(flags.empty() ? "" : ",").append(text); };
+        if (field(r, "self") == true) flag("this one");
+        if (field(r, "lagging") == true) flag("LAGGING");
+        if (field(r, "other_config") == true) flag("OTHER CONFIG");
+        std::string digest = cellText(field(r, "config_digest"));
+        if (digest.size() > 12) digest.resize(12);
+        std::string up = joined(field(r, "backends_up"), ",");
+        rows.push_back({cellText(field(r, "id")), cellText(field(r, "version")), digest, cellText(field(r, "primary")),
+                        cellText(field(r, "revision")), up.empty() ? "none" : up, cellText(field(r, "last_seen")),
+                        flags.empty() ? "-" : flags});
+    }
+    for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));
+    lines.push_back("");
+}
+
 }  // namespace
 
 std::string ratioText(const nlohmann::json& value) {
@@ -146,6 +188,7 @@ std::vector<std::string> statusTable(const nlohmann::json& status) {
     lines.push_back(roles_line);
     if (const nlohmann::json& error = field(roles, "last_write_error"); !error.is_null())
         lines.push_back("!! roles not persisted: " + cellText(error));
+    controlLines(status, lines);
     const nlohmann::json& failover = field(status, "failover_unaccepted");
     if (failover.is_object()) {
         const nlohmann::json& who = field(failover, "backend");
@@ -167,6 +210,7 @@ std::vector<std::string> statusTable(const nlohmann::json& status) {
     }
     for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));
     lines.push_back("");
+    replicaRows(status, lines);
 
     // A slot's in-flight count is shown when the API reports one.
     bool in_flight = false;

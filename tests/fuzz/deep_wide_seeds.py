@@ -25,6 +25,21 @@ def deep_objects(levels: int) -> bytes:
 
 
 def main() -> None:
+    # etcd's JSON gateway answers (gateway/control/): deep, and wide ranges.
+    import base64
+    for levels in (1_000, 100_000):
+        write("control", f"deep_arrays_{levels}", deep_arrays(levels))
+        write("control", f"deep_objects_{levels}", deep_objects(levels))
+    kv = lambda k, v, r: ('{"key":"%s","value":"%s","mod_revision":"%d","create_revision":"1"}'
+                          % (base64.b64encode(k).decode(), base64.b64encode(v).decode(), r))
+    write("control", "range_wide_15000", ('{"header":{"revision":"15001"},"kvs":[' +
+          ",".join(kv(b"/dpgate/replicas/r%d" % i, b'{"id":"r%d"}' % i, i + 1) for i in range(15000)) +
+          '],"count":"15000"}').encode())
+    write("control", "watch_events", ('{"result":{"header":{"revision":"9"},"events":[' + kv(b"/dpgate/state", b"{}", 9) +
+          ',{"type":"DELETE","kv":{"key":"L2RwZ2F0ZS9h","mod_revision":"9"}}]}}').encode())
+    write("control", "watch_compacted",
+          b'{"result":{"header":{"revision":"5"},"canceled":true,"compact_revision":"4"}}')
+    write("control", "base64_padding", b"QQ==QQ==")
     # Acceptance records and state files (JSON read from disk and from the admin API).
     for levels in (1_000, 100_000):
         write("acceptance", f"deep_arrays_{levels}", deep_arrays(levels))

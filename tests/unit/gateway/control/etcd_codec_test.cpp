@@ -1,6 +1,6 @@
 // The etcd JSON gateway's encodings: base64 keys and values, prefix ranges,
 // int64 fields as strings, and kv objects that may lack their value.
-#include "gateway/control/etcd_client.hpp"
+#include "gateway/control/etcd_codec.hpp"
 
 #include <gtest/gtest.h>
 
@@ -52,8 +52,7 @@ TEST(ReadKv, DecodesKeysValuesAndRevisions) {
 }
 
 TEST(ReadInt64, ReadsStringsAndNumbersAndRefusesOverflow) {
-    const nlohmann::json o = nlohmann::json::parse(
-        R"({"a":"42","b":7,"c":"99999999999999999999","d":"-1","e":null})");
+    const nlohmann::json o = nlohmann::json::parse(R"({"a":"42","b":7,"c":"99999999999999999999","d":"-1","e":null})");
     EXPECT_EQ(readInt64(o, "a"), 42);
     EXPECT_EQ(readInt64(o, "b"), 7);
     EXPECT_EQ(readInt64(o, "c"), 0);

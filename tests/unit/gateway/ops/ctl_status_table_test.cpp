@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 using namespace dpgate::gateway::ctl;
 
 namespace {
@@ -129,4 +131,30 @@ TEST(CtlStatusTable, HealthUnknownIsShownAsUnknown) {
     status["backends"][1]["health"] = "down";
     status["backends"][1]["probed"] = true;
     EXPECT_TRUE(statusTable(status)[5].starts_with("bb       primary  down ")) << statusTable(status)[5];
+}
+
+TEST(CtlStatusTable, ReplicasShowWhoLagsAndWhoRunsAnotherConfig) {
+    nlohmann::json status = twoBackends();
+    status["control"] = {
+        {"store", "etcd"},  {"prefix", "/dpgate/"},  {"revision", 42},     {"applied_at", "T1"},
+        {"source", "etcd"}, {"replica_id", "pod-a"}, {"reachable", false}, {"last_error", "connect: refused"}};
+    status["replicas"] = nlohmann::json::parse(R"([
+      {"id": "pod-a", "version": "0.1.0", "config_digest": "0123456789abcdef0123", "primary": "b", "revision": 42,
+       "backends_up": ["a", "b"], "last_seen": "T2", "self": true, "lagging": false, "other_config": false},
+      {"id": "pod-b", "version": "0.1.0", "config_digest": "ffff456789abcdef0123", "primary": "a", "revision": 40,
+       "backends_up": [], "last_seen": "T0", "self": false, "lagging": true, "other_config": true}])");
+    const std::vector<std::string> lines = statusTable(status);
+    auto has = [&lines](const std::string& text) { return std::find(lines.begin(), lines.end(), text) != lines.end(); };
+    EXPECT_TRUE(has("control etcd /dpgate/ revision 42 (applied T1, roles from etcd)  replica pod-a"));
+    EXPECT_TRUE(
+        has("!! ETCD UNREACHABLE: serving with the roles last applied; flips and drains are refused "
+            "(connect: refused)"));
+    EXPECT_TRUE(has("REPLICA  VERSION  CONFIG        PRIMARY  REVISION  BACKENDS_UP  LAST_SEEN  FLAGS"));
+    EXPECT_TRUE(has("pod-a    0.1.0    0123456789ab  b        42        a,b          T2         this one"));
+    EXPECT_TRUE(has("pod-b    0.1.0    ffff456789ab  a        40        none         T0         LAGGING,OTHER CONFIG"));
+    // Without control.etcd, one line says so and no replica table is drawn.
+    status["control"] = {{"store", "local"}};
+    status["replicas"] = nlohmann::json::array();
+    const std::vector<std::string> local = statusTable(status);
+    EXPECT_NE(std::find(local.begin(), local.end(), "control local (each replica its own roles)"), local.end());
 }
