@@ -372,6 +372,12 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     // The live checks first (they say the most), then the record.
     if (std::optional<std::string> refusal =
             backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary, false)) {
+        // Lost to a flip this replica has seen already: say whose.
+        const std::string primary = backends.primaryName();
+        std::vector<acceptance::FlipEvent> flips = pieces_.roles.flips();
+        if ((refusal->starts_with("the primary is") || refusal->ends_with("is already the primary")) &&
+            !flips.empty() && flips.front().to == primary)
+            *refusal += " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
         logLine(LogLevel::warn, "admin flip to " + target_config.name + " by " + who + " refused: " + *refusal);
         co_return errorResponse(ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused"));
     }
