@@ -6,7 +6,8 @@ manifests, checked without a container engine or a cluster.
 - every config in deploy/ (the systemd one, the ConfigMap's) passes
   `dpgate check`;
 - every manifest parses as YAML, and the pieces fit: names, labels, ports,
-  probes, mounts, the security context and the image's user;
+  probes, mounts, the security context and the image's user; the etcd
+  StatefulSet's members are the ones the ConfigMap's control.etcd names;
 - the container files are linted: stages on Debian 12, runtime packages
   that are exactly what the built binary links, a non-root user;
 - the health probes' shell commands run against a real dpgate.
@@ -141,6 +142,12 @@ def dpgate_check(tmp_path: Path, config_text: str) -> subprocess.CompletedProces
     assert f"{MODEL_DIR}/tokenizer.json" in config_text
     (tmp_path / "dpgate.yaml").write_text(config_text.replace(f"{MODEL_DIR}/tokenizer.json", str(TOKENIZER)))
     (tmp_path / "admin-token").write_text("a-test-admin-token\n")
+    etcd = (need_yaml().safe_load(config_text).get("control") or {}).get("etcd") or {}
+    if "password_file" in etcd:
+        assert not etcd["password_file"].startswith("/"), "relative to the config, as the Secret's other files"
+        password = tmp_path / etcd["password_file"]
+        password.parent.mkdir(parents=True, exist_ok=True)
+        password.write_text("a-test-etcd-password\n")
     keys = tmp_path / "keys.yaml"
     keys.write_text("")
     add = subprocess.run([str(bin_dir() / "dpgate"), "keys", "add", "alice", "--file", str(keys)],
@@ -178,15 +185,20 @@ def manifests() -> dict[str, list[dict]]:
     return found
 
 
-def by_kind() -> dict[str, dict]:
+def by_kind(app: str = "dpgate") -> dict[str, dict]:
+    """The objects of one app (app.kubernetes.io/name: dpgate, or etcd),
+    at most one of each kind; every object is dpgate's or part of it."""
     kinds = {}
     for name, docs in manifests().items():
         for doc in docs:
             assert {"apiVersion", "kind"} <= doc.keys(), name
             if doc["kind"] == "Kustomization":
                 continue
-            assert doc["kind"] not in kinds, f"two {doc['kind']}s"
-            assert doc["metadata"]["labels"]["app.kubernetes.io/name"] == "dpgate", name
+            labels = doc["metadata"]["labels"]
+            assert labels["app.kubernetes.io/name"] == "dpgate" or labels.get("app.kubernetes.io/part-of") == "dpgate", name
+            if labels["app.kubernetes.io/name"] != app:
+                continue
+            assert doc["kind"] not in kinds, f"two {app} {doc['kind']}s"
             kinds[doc["kind"]] = doc
     return kinds
 
@@ -196,7 +208,8 @@ def test_every_manifest_parses_and_kustomize_lists_all_but_the_secret():
     kustomization = found.pop("kustomization.yaml")[0]
     assert sorted(kustomization["resources"]) == sorted(n for n in found if n != "secret.yaml")
     assert {d["kind"] for docs in found.values() for d in docs} == {
-        "ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget"}
+        "ConfigMap", "Secret", "Deployment", "Service", "PodDisruptionBudget", "StatefulSet"}
+    assert set(by_kind("etcd")) == {"Service", "StatefulSet", "PodDisruptionBudget"}
 
 
 def test_the_deployment_fits_the_config_the_secret_the_service_and_the_image():
@@ -243,7 +256,10 @@ def test_the_deployment_fits_the_config_the_secret_the_service_and_the_image():
     assert {s["configMap"]["name"] for s in sources if "configMap" in s} == {configmap["metadata"]["name"]}
     assert {s["secret"]["name"] for s in sources if "secret" in s} == {secret["metadata"]["name"]}
     assert cm_items == set(configmap["data"]) == {"dpgate.yaml"}
-    assert secret_items == set(secret["stringData"]) == {config["admin"]["token_file"], config["auth"]["keys_file"]}
+    secret_paths = {i["key"]: i["path"] for s in sources if "secret" in s for i in s["secret"]["items"]}
+    assert set(secret_paths) == set(secret["stringData"])
+    assert secret_items == {config["admin"]["token_file"], config["auth"]["keys_file"],
+                            config["control"]["etcd"]["password_file"]}
     # The Secret ships empty: applied as is, no well-known token guards anything.
     assert all(v == "" for v in secret["stringData"].values())
     mounts = {m["mountPath"]: m for m in container["volumeMounts"]}
@@ -271,14 +287,79 @@ def test_the_configmaps_config_passes_dpgate_check(tmp_path):
     assert out.returncode == 0, out
     assert "ok (2 backends, window 1048576)" in out.stdout
 
+    # The control section is read, not passed over: a bad endpoint is refused by name.
+    endpoint = need_yaml().safe_load(text)["control"]["etcd"]["endpoints"][0]
+    out = dpgate_check(tmp_path, text.replace(endpoint, "etcd-0:2379", 1))
+    assert out.returncode != 0 and "control.etcd.endpoints" in out.stderr, out
+
+
+def test_the_etcd_members_are_the_ones_the_config_names():
+    etcd, dpgate = by_kind("etcd"), by_kind()
+    service, statefulset, pdb = etcd["Service"], etcd["StatefulSet"], etcd["PodDisruptionBudget"]
+    config = need_yaml().safe_load(dpgate["ConfigMap"]["data"]["dpgate.yaml"])
+    spec, pod = statefulset["spec"], statefulset["spec"]["template"]["spec"]
+    labels = spec["template"]["metadata"]["labels"]
+    name, domain, members = statefulset["metadata"]["name"], service["metadata"]["name"], spec["replicas"]
+
+    # A headless Service gives each member a stable name, published before
+    # it is ready (readiness needs a quorum, a quorum needs the names).
+    assert spec["serviceName"] == domain
+    assert service["spec"]["clusterIP"] == "None" and service["spec"]["publishNotReadyAddresses"] is True
+    assert service["spec"]["selector"].items() <= labels.items()
+    assert spec["selector"]["matchLabels"].items() <= labels.items()
+    assert pdb["spec"]["selector"]["matchLabels"].items() <= labels.items()
+    assert {p["name"]: (p["port"], p["targetPort"]) for p in service["spec"]["ports"]} == {
+        "client": (2379, "client"), "peer": (2380, "peer")}
+    # Three members keep a quorum through the loss of one; all start at once.
+    assert members == 3 and spec["podManagementPolicy"] == "Parallel"
+    assert members - pdb["spec"]["maxUnavailable"] >= members // 2 + 1
+
+    (container,) = pod["containers"]
+    assert {p["name"]: p["containerPort"] for p in container["ports"]} == {"client": 2379, "peer": 2380}
+    env = {e["name"]: e.get("value", e.get("valueFrom")) for e in container["env"]}
+    assert env["POD_NAME"] == {"fieldRef": {"fieldPath": "metadata.name"}}
+    assert env["ETCD_NAME"] == "$(POD_NAME)"
+    # The initial cluster is exactly the StatefulSet's pods, by their stable names.
+    peers = [f"{name}-{i}=http://{name}-{i}.{domain}:2380" for i in range(members)]
+    assert env["ETCD_INITIAL_CLUSTER"].split(",") == peers
+    assert env["ETCD_INITIAL_ADVERTISE_PEER_URLS"] == f"http://$(POD_NAME).{domain}:2380"
+    assert env["ETCD_ADVERTISE_CLIENT_URLS"] == f"http://$(POD_NAME).{domain}:2379"
+    assert env["ETCD_LISTEN_CLIENT_URLS"].endswith(":2379") and env["ETCD_LISTEN_PEER_URLS"].endswith(":2380")
+    assert env["ETCD_INITIAL_CLUSTER_STATE"] == "new"
+    assert env["ETCD_AUTO_COMPACTION_MODE"] in {"periodic", "revision"}
+
+    # Ready: etcd's /health on the client port.
+    assert container["readinessProbe"]["httpGet"] == {"path": "/health", "port": "client"}
+    # The data on the claim each member keeps across restarts.
+    (claim,) = spec["volumeClaimTemplates"]
+    mounts = {m["name"]: m["mountPath"] for m in container["volumeMounts"]}
+    assert env["ETCD_DATA_DIR"].startswith(mounts[claim["metadata"]["name"]] + "/")
+    assert claim["spec"]["accessModes"] == ["ReadWriteOnce"]
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    sc = container["securityContext"]
+    assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False
+
+    # dpgate's endpoints are every member's client URL, and its etcd
+    # password is the Secret's item where password_file points.
+    control = config["control"]["etcd"]
+    assert control["endpoints"] == [f"http://{name}-{i}.{domain}:2379" for i in range(members)]
+    assert control["prefix"].startswith("/") and control["prefix"].endswith("/")
+    assert control["username"]
+    (config_volume,) = [v for v in dpgate["Deployment"]["spec"]["template"]["spec"]["volumes"]
+                        if v["name"] == "config"]
+    projected = {i["path"]: i["key"] for s in config_volume["projected"]["sources"] if "secret" in s
+                 for i in s["secret"]["items"]}
+    assert projected[control["password_file"]] in dpgate["Secret"]["stringData"]
+
 
 # --------------------------------------------------------------------------
 # Container files: linted, not built (no engine here).
 
 
 class Stage:
-    def __init__(self, base: str, name: str | None):
+    def __init__(self, base: str, name: str | None, default_base: str):
         self.base, self.name = base, name
+        self.default_base = default_base  # base with the ARGs before the first FROM at their defaults
         self.instructions: list[tuple[str, str]] = []
 
     @property
@@ -313,17 +394,21 @@ def containerfile_stages(path: Path) -> list[Stage]:
         pending = ""
     assert pending == "", "a continuation runs off the end"
     stages: list[Stage] = []
+    global_args: dict[str, str] = {}
     for line in logical:
         op, _, arg = line.partition(" ")
         op = op.upper()
         if op == "FROM":
             words = arg.split()
             name = words[2] if len(words) == 3 and words[1].upper() == "AS" else None
-            stages.append(Stage(words[0], name))
+            default = re.sub(r"\$\{(\w+)\}", lambda m: global_args.get(m.group(1), m.group(0)), words[0])
+            stages.append(Stage(words[0], name, default))
         elif stages:
             stages[-1].instructions.append((op, arg.strip()))
         else:
             assert op == "ARG", f"{op} before the first FROM"
+            key, _, value = arg.strip().partition("=")
+            global_args[key] = value
     return stages
 
 
@@ -352,7 +437,9 @@ def test_the_containerfile_builds_on_debian_12_and_runs_only_the_runtime_as_non_
     stages = containerfile_stages(CONTAINERFILE)
     assert len(stages) >= 2, "multi-stage"
     for stage in stages:
-        assert re.fullmatch(r"debian:(12|bookworm)(-slim)?", stage.base), stage.base
+        # A build argument may name another base (scripts/container-check
+        # makes one); by default it is Debian 12's image.
+        assert re.fullmatch(r"debian:(12|bookworm)(-slim)?", stage.default_base), stage.default_base
     build, runtime = stages[0], stages[-1]
     assert any("scripts/build" in run for run in build.args("RUN"))
     # What the builder installs is what scripts/setup installs for the build.
