@@ -223,7 +223,10 @@ awaitable<EtcdReply> EtcdClient::call(std::string_view path, const nlohmann::jso
                 last = auth;
                 errors += (errors.empty() ? "" : "; ") + auth.error;
                 if (auth.unreachable) continue;
-                co_return auth;  // a wrong password is not fixed by another member
+                // A wrong password is not fixed by another member; etcd is
+                // as unusable as when it is down, and said so.
+                auth.unreachable = true;
+                co_return auth;
             }
         }
         EtcdReply reply = co_await callOnce(path, text, endpoint);

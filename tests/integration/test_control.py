@@ -425,3 +425,44 @@ def test_without_control_the_roles_are_local(sims):
         assert body["control"]["store"] == "local", body.get("control")
         assert flip(gw, "primary", "standby")[0] == 200
         assert route(gw) == "standby"
+
+
+def test_password_authentication_works_and_a_wrong_password_reads_as_down(sims, tmp_path):
+    """etcd with authentication on (a cluster of its own: the others run
+    without): the right password gives the shared roles; a wrong one
+    leaves the replica serving, says why, and refuses flips with 503."""
+    cluster = EtcdCluster(tmp_path / "etcd-auth", size=1)
+    try:
+        etcdctl = ["etcdctl", f"--endpoints={cluster.endpoints[0]}"]
+        for argv in (["user", "add", "root:rootpw"], ["user", "grant-role", "root", "root"],
+                     ["user", "add", "dpgate:dpw"], ["role", "add", "dpgate"],
+                     ["role", "grant-permission", "dpgate", "--prefix=true", "readwrite", "/auth/"],
+                     ["user", "grant-role", "dpgate", "dpgate"], ["auth", "enable"]):
+            subprocess.run(etcdctl + argv, check=True, capture_output=True, timeout=30)
+        (tmp_path / "right").write_text("dpw\n")
+        (tmp_path / "wrong").write_text("nope\n")
+
+        def config(replica_id: str, password: str) -> dict:
+            cfg = replica_config(sims, cluster, "/auth/", replica_id)
+            cfg["control"]["etcd"].update(username="dpgate", password_file=str(tmp_path / password))
+            return cfg
+
+        with Gateway(config("good", "right")) as good, Gateway(config("bad", "wrong")) as bad:
+            body = poll(lambda: status(good), lambda s: s["control"]["reachable"] and s["replicas"], 10)
+            assert body["control"]["source"] == "etcd", body["control"]
+            assert [r["id"] for r in body["replicas"]] == ["good"]
+            code, _, answer = flip(good, "primary", "standby")
+            assert code == 200, answer
+            assert primary_of(status(good)) == "standby"
+
+            refused = poll(lambda: status(bad), lambda s: not s["control"]["reachable"], 10)["control"]
+            assert "authentication failed" in refused["last_error"], refused
+            assert metric_sample(admin_metrics(bad), "dpgate_control_store_up") == 0
+            code, _, answer = flip(bad, "primary", "standby")
+            assert code == 503 and answer["error"]["code"] == "control_store_unavailable", answer
+            assert route(bad) in ("primary", "standby")  # traffic goes on
+            time.sleep(1.5)  # a membership round: the wrong password never reads as reachable
+            assert not status(bad)["control"]["reachable"]
+            assert "control: etcd reachable" not in bad.process.stderr()
+    finally:
+        cluster.close()
