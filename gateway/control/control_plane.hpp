@@ -75,6 +75,16 @@ public:
 
     // Whether control.etcd is set: flips and drains go through etcd.
     bool shared() const { return shared_; }
+    // Whether etcd answered last time it was asked (always true without control.etcd).
+    bool reachable() const {
+        std::lock_guard lock(mutex_);
+        return !shared_ || reachable_;
+    }
+    // Why not, when it is not.
+    std::string lastError() const {
+        std::lock_guard lock(mutex_);
+        return last_error_;
+    }
 
     // Reads the shared state once (seeding it from this replica's roles when
     // etcd has none) and applies it, waiting at most the dial and request

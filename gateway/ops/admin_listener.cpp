@@ -359,6 +359,13 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
                                                                       std::string(clipUtf8(target_name, 200)) + "'.");
         co_return errorResponse(error);
     }
+    // With the roles in etcd and etcd away, no flip can be written: say so
+    // first, not what this replica's last applied roles would refuse.
+    if (!pieces_.control.reachable())
+        co_return errorResponse(ApiError::unavailable("flip refused: etcd cannot be reached (" +
+                                                          pieces_.control.lastError() +
+                                                          "). Traffic goes on with the roles last applied.",
+                                                      "control_store_unavailable", "server_error"));
     // Identity is proved now, not remembered: a standby that was fine a probe
     // interval ago may have been restarted with another model or window.
     const conf::Config& config = actions_.config();
@@ -494,6 +501,11 @@ awaitable<http::response<http::string_body>> AdminListener::drain(std::string_vi
         co_return errorResponse(error);
     }
     if (pieces_.control.shared()) {
+        if (!pieces_.control.reachable())
+            co_return errorResponse(ApiError::unavailable(
+                std::string(drained ? "drain" : "undrain") + " refused: etcd cannot be reached (" +
+                    pieces_.control.lastError() + "). Traffic goes on with the roles last applied.",
+                "control_store_unavailable", "server_error"));
         const std::string backend(name);
         control::ControlOutcome outcome = co_await pieces_.control.drain(backend, drained);
         if (auto refused = refusedChange(outcome, drained ? "drain" : "undrain")) co_return std::move(*refused);

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pytest
 
-from etcd_cluster import EtcdCluster, EtcdUnavailable, etcd, etcd_cluster, unique_prefix  # noqa: F401
+from etcd_cluster import (EtcdCluster, EtcdUnavailable, _distinct_free_ports, etcd, etcd_cluster,  # noqa: F401
+                          unique_prefix)
 from harness import (ADMIN_TOKEN, MODEL, TOKENIZER, Gateway, Sim, bin_dir, gateway_config, http_request,
                      metric_sample, poll)
 
@@ -50,7 +51,7 @@ def replica_config(sims, etcd: EtcdCluster, prefix: str, replica_id: str, state_
                    **sections) -> dict:
     primary, standby = sims
     control = {"replica_id": replica_id,
-               "etcd": {"endpoints": etcd.endpoints, "prefix": prefix, "dial_timeout_ms": 1000,
+               "etcd": {"endpoints": etcd.endpoints if etcd is not None else [], "prefix": prefix, "dial_timeout_ms": 1000,
                         "request_timeout_ms": 2000, "lease_ttl_s": LEASE_TTL_S}}
     if state_dir is not None:
         sections["state"] = {"dir": str(state_dir)}
@@ -466,3 +467,62 @@ def test_password_authentication_works_and_a_wrong_password_reads_as_down(sims, 
             assert "control: etcd reachable" not in bad.process.stderr()
     finally:
         cluster.close()
+
+
+def test_tls_endpoints_verify_etcd_against_the_configured_ca(sims, tmp_path):
+    """An https endpoint: dpgate checks etcd's certificate against
+    control.etcd.tls.ca_file (its IP in the certificate's names); without
+    that CA the handshake fails and the replica says so."""
+    import ssl
+    import urllib.request
+
+    def openssl(*argv):
+        subprocess.run(["openssl", *argv], check=True, capture_output=True, cwd=tmp_path, timeout=60)
+
+    openssl("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.pem", "-days", "2",
+            "-subj", "/CN=dpgate-test-ca")
+    openssl("req", "-newkey", "rsa:2048", "-nodes", "-keyout", "etcd.key", "-out", "etcd.csr", "-subj", "/CN=etcd")
+    (tmp_path / "san.cnf").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "etcd.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-out", "etcd.pem", "-days", "2", "-extfile", "san.cnf")
+    client_port, peer_port = _distinct_free_ports(2)
+    url = f"https://127.0.0.1:{client_port}"
+    log = open(tmp_path / "etcd.log", "wb")
+    etcd_process = subprocess.Popen(
+        ["etcd", "--name", "tls", "--data-dir", str(tmp_path / "etcd.data"), "--listen-client-urls", url,
+         "--advertise-client-urls", url, "--listen-peer-urls", f"http://127.0.0.1:{peer_port}",
+         "--initial-advertise-peer-urls", f"http://127.0.0.1:{peer_port}",
+         "--initial-cluster", f"tls=http://127.0.0.1:{peer_port}",
+         "--cert-file", str(tmp_path / "etcd.pem"), "--key-file", str(tmp_path / "etcd.key")],
+        stdout=log, stderr=log)
+    try:
+        trusted = ssl.create_default_context(cafile=str(tmp_path / "ca.pem"))
+
+        def healthy():
+            try:
+                with urllib.request.urlopen(url + "/health", context=trusted, timeout=2) as answer:
+                    return json.load(answer).get("health") == "true"
+            except OSError:
+                return False
+        poll(healthy, bool, 30)
+
+        def config(replica_id: str, ca: bool) -> dict:
+            cfg = replica_config(sims, None, "/tls/", replica_id)
+            cfg["control"]["etcd"]["endpoints"] = [url]
+            if ca:
+                cfg["control"]["etcd"]["tls"] = {"ca_file": str(tmp_path / "ca.pem")}
+            return cfg
+
+        with Gateway(config("trusting", True)) as trusting, Gateway(config("untrusting", False)) as untrusting:
+            body = poll(lambda: status(trusting), lambda s: s["control"]["reachable"] and s["replicas"], 10)
+            assert body["control"]["source"] == "etcd", body["control"]
+            code, _, answer = flip(trusting, "primary", "standby")
+            assert code == 200, answer
+            refused = poll(lambda: status(untrusting), lambda s: not s["control"]["reachable"], 10)["control"]
+            assert "certificate verify failed" in refused["last_error"], refused
+            code, _, answer = flip(untrusting, "standby", "primary")
+            assert code == 503 and answer["error"]["code"] == "control_store_unavailable", answer
+    finally:
+        etcd_process.terminate()
+        etcd_process.wait(timeout=10)
+        log.close()
