@@ -44,6 +44,11 @@ bool contains(const std::vector<std::string>& list, const std::string& name) {
 
 }  // namespace
 
+std::string flippedBy(const std::vector<FlipEvent>& flips, std::string_view primary) {
+    if (flips.empty() || flips.front().to != primary) return {};
+    return " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
+}
+
 std::string stateJson(const RoleState& s) {
     json flips = json::array();
     for (const FlipEvent& f : s.flips) flips.push_back(flipJson(f));

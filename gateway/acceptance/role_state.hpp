@@ -40,6 +40,10 @@ inline constexpr size_t kKeptFlips = 20;
 
 std::string stateJson(const RoleState& state);
 
+// " (flipped by WHO at WHEN)" when the newest flip made `primary` the
+// primary; "" otherwise. Refusals that name the primary add it.
+std::string flippedBy(const std::vector<FlipEvent>& flips, std::string_view primary);
+
 // Nullopt with `error` set for anything that is not a whole state file.
 std::optional<RoleState> parseState(std::string_view text, std::string& error);
 

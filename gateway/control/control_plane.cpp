@@ -534,13 +534,10 @@ awaitable<ControlOutcome> ControlPlane::flip(std::string from, acceptance::FlipE
         // Named, not a temporary of the co_await: GCC 12 may destroy such a
         // temporary twice.
         std::function<std::string(acceptance::RoleState&)> change = [&](acceptance::RoleState& state) -> std::string {
-            if (state.primary != from) {
-                std::string who;
-                if (!state.flips.empty() && state.flips.front().to == state.primary)
-                    who = " (flipped by " + state.flips.front().who + " at " + state.flips.front().at + ")";
-                return "the primary is " + (state.primary.empty() ? std::string("none") : state.primary) + who +
-                       ", not " + (from.empty() ? std::string("none") : from);
-            }
+            if (state.primary != from)
+                return "the primary is " + (state.primary.empty() ? std::string("none") : state.primary) +
+                       acceptance::flippedBy(state.flips, state.primary) + ", not " +
+                       (from.empty() ? std::string("none") : from);
             acceptance::FlipEvent flip = event;
             flip.from = from;
             state.primary = flip.to;
@@ -551,11 +548,9 @@ awaitable<ControlOutcome> ControlPlane::flip(std::string from, acceptance::FlipE
         ControlOutcome outcome = co_await commit(std::move(change), false);
         if (outcome.kind == ControlOutcome::Kind::conflict && outcome.message.empty()) {
             // The txn lost to another flip: name it from what was applied just now.
-            std::vector<acceptance::FlipEvent> flips = pieces_.roles.flips();
             const std::string primary = pieces_.backends.primaryName();
-            outcome.message = "another flip committed first: the primary is " + (primary.empty() ? "none" : primary);
-            if (!flips.empty())
-                outcome.message += " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
+            outcome.message = "another flip committed first: the primary is " + (primary.empty() ? "none" : primary) +
+                              acceptance::flippedBy(pieces_.roles.flips(), primary);
         }
         co_return outcome;
     };

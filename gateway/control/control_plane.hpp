@@ -107,7 +107,6 @@ public:
     nlohmann::json replicasJson() const;
 
 private:
-    struct Member;
     struct Shared;  // what the control thread keeps
 
     awaitable<void> firstSync(std::shared_ptr<std::promise<void>> done);

@@ -141,7 +141,7 @@ EtcdReply errorReply(unsigned status, std::string_view body) {
     if (message.empty()) message = std::string(body.substr(0, 200));
     reply.error = "etcd answered " + std::to_string(status) + ": " + message;
     reply.unreachable = anotherMemberMayAnswer(code) || status == 503;
-    reply.body = {{"code", code}};
+    reply.code = code;
     return reply;
 }
 
@@ -150,9 +150,7 @@ std::string credentials(const std::string& name, const std::string& password) {
     return nlohmann::json{{"name", name}, {"password", password}}.dump();
 }
 
-bool unauthenticated(const EtcdReply& reply) {
-    return !reply.ok && reply.body.is_object() && reply.body.value("code", -1) == 16;
-}
+bool unauthenticated(const EtcdReply& reply) { return !reply.ok && reply.code == 16; }
 
 }  // namespace
 

@@ -32,6 +32,7 @@ struct EtcdReply {
     bool ok = false;
     bool unreachable = false;  // no endpoint answered (else etcd answered with an error)
     std::string error;         // what went wrong, for logs and status
+    int code = -1;             // etcd's (gRPC's) error code, when it answered with one
     nlohmann::json body;       // the answer, when ok
     int64_t revision() const;  // header.revision
 };
@@ -65,7 +66,6 @@ public:
 private:
     struct Connection;
     class StreamImpl;
-    struct Exchange;
     awaitable<EtcdReply> callOnce(std::string_view path, const std::string& body, size_t endpoint);
     awaitable<std::unique_ptr<Connection>> connect(size_t endpoint, std::string& error);
     awaitable<EtcdReply> authenticate(size_t endpoint);

@@ -189,6 +189,11 @@ nlohmann::json flipJson(const acceptance::FlipEvent& f) {
             {"to", f.to},   {"forced", f.forced}, {"record", optionalText(f.record)}};
 }
 
+// What a flip or drain meets while etcd is away.
+control::ControlOutcome storeAway(const control::ControlPlane& control) {
+    return {control::ControlOutcome::Kind::unavailable, "etcd cannot be reached (" + control.lastError() + ")"};
+}
+
 // A flip or drain etcd did not take, as the operator's answer.
 std::optional<http::response<http::string_body>> refusedChange(const control::ControlOutcome& outcome,
                                                                const std::string& what) {
@@ -361,11 +366,7 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     }
     // With the roles in etcd and etcd away, no flip can be written: say so
     // first, not what this replica's last applied roles would refuse.
-    if (!pieces_.control.reachable())
-        co_return errorResponse(ApiError::unavailable("flip refused: etcd cannot be reached (" +
-                                                          pieces_.control.lastError() +
-                                                          "). Traffic goes on with the roles last applied.",
-                                                      "control_store_unavailable", "server_error"));
+    if (!pieces_.control.reachable()) co_return *refusedChange(storeAway(pieces_.control), "flip");
     // Identity is proved now, not remembered: a standby that was fine a probe
     // interval ago may have been restarted with another model or window.
     const conf::Config& config = actions_.config();
@@ -380,11 +381,8 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
     if (std::optional<std::string> refusal =
             backends.flipTo(*target, probe, config.model.window_tokens, flip_request.expect_primary, false)) {
         // Lost to a flip this replica has seen already: say whose.
-        const std::string primary = backends.primaryName();
-        std::vector<acceptance::FlipEvent> flips = pieces_.roles.flips();
-        if ((refusal->starts_with("the primary is") || refusal->ends_with("is already the primary")) &&
-            !flips.empty() && flips.front().to == primary)
-            *refusal += " (flipped by " + flips.front().who + " at " + flips.front().at + ")";
+        if (refusal->starts_with("the primary is") || refusal->ends_with("is already the primary"))
+            *refusal += acceptance::flippedBy(pieces_.roles.flips(), backends.primaryName());
         logLine(LogLevel::warn, "admin flip to " + target_config.name + " by " + who + " refused: " + *refusal);
         co_return errorResponse(ApiError::conflict("flip refused: " + *refusal + ".", "flip_refused"));
     }
@@ -502,10 +500,7 @@ awaitable<http::response<http::string_body>> AdminListener::drain(std::string_vi
     }
     if (pieces_.control.shared()) {
         if (!pieces_.control.reachable())
-            co_return errorResponse(ApiError::unavailable(
-                std::string(drained ? "drain" : "undrain") + " refused: etcd cannot be reached (" +
-                    pieces_.control.lastError() + "). Traffic goes on with the roles last applied.",
-                "control_store_unavailable", "server_error"));
+            co_return *refusedChange(storeAway(pieces_.control), drained ? "drain" : "undrain");
         const std::string backend(name);
         control::ControlOutcome outcome = co_await pieces_.control.drain(backend, drained);
         if (auto refused = refusedChange(outcome, drained ? "drain" : "undrain")) co_return std::move(*refused);
