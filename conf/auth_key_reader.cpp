@@ -14,8 +14,22 @@ void checkKeyName(const Field& at, const std::string& name) {
     if (!valid) fail(at, "key name must be 1-64 characters of [A-Za-z0-9._@-]");
 }
 
-AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_plain_key) {
-    AuthKey key;
+void readKeyLimits(const MappingReader& entry, AuthKey& key) {
+    if (auto f = entry.get("max_concurrent")) key.max_concurrent = static_cast<uint32_t>(readUint(*f, 0, 1'000'000));
+    if (auto f = entry.get("requests_per_min"))
+        key.requests_per_min = static_cast<uint32_t>(readUint(*f, 0, 1'000'000'000));
+    if (auto f = entry.get("requests_per_day"))
+        key.requests_per_day = static_cast<uint32_t>(readUint(*f, 0, 4'000'000'000));
+    // A trillion tokens a minute is beyond any machine; the bound keeps the
+    // bucket arithmetic (tokens x 60,000 units) inside 64 bits.
+    if (auto f = entry.get("tokens_per_min")) key.tokens_per_min = readUint(*f, 0, 1'000'000'000'000);
+    if (auto f = entry.get("tokens_per_day")) key.tokens_per_day = readUint(*f, 0, 1'000'000'000'000'000);
+}
+
+AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_plain_key, const AuthKey& defaults) {
+    AuthKey key = defaults;
+    key.sha256.clear();
+    key.trusted = false;
     key.name = std::move(name);
     const std::optional<Field> sha256 = entry.get("sha256");
     const std::optional<Field> plain = allow_plain_key ? entry.get("key") : std::nullopt;
@@ -32,9 +46,7 @@ AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_pla
         fail(entry.self(), allow_plain_key ? "missing sha256 (or, in demo configs, key)" : "missing sha256");
     }
     if (auto f = entry.get("trusted")) key.trusted = readBool(*f);
-    if (auto f = entry.get("max_concurrent")) key.max_concurrent = static_cast<uint32_t>(readUint(*f, 0, 1'000'000));
-    if (auto f = entry.get("requests_per_min"))
-        key.requests_per_min = static_cast<uint32_t>(readUint(*f, 0, 1'000'000'000));
+    readKeyLimits(entry, key);
     return key;
 }
 

@@ -62,6 +62,46 @@ struct ModelConfig {
     bool operator==(const ModelConfig&) const = default;
 };
 
+struct AuthKey {
+    std::string name;
+    std::string sha256;  // lowercase hex of the key
+    bool trusted = false;
+    uint32_t max_concurrent = 0;    // 0 = unlimited
+    uint32_t requests_per_min = 0;  // 0 = unlimited
+    // Budgets (0 = unlimited). Minutes are token buckets, days are UTC
+    // calendar days (docs/operations.md, "Budgets per key").
+    uint32_t requests_per_day = 0;
+    uint64_t tokens_per_min = 0;
+    uint64_t tokens_per_day = 0;
+
+    bool budgeted() const { return requests_per_min || requests_per_day || tokens_per_min || tokens_per_day; }
+    bool operator==(const AuthKey&) const = default;
+};
+
+// Redis, where replicas share the keys' budgets (gateway/redis/). Without an
+// address every replica keeps its own.
+struct RedisConfig {
+    std::string address;        // "host:port"
+    std::string username;       // AUTH username password (Redis 6 ACL); empty: the default user
+    std::string password_file;  // the password, one line; empty: no AUTH
+    bool tls = false;           // `tls:` given (a mapping, maybe empty)
+    std::string ca_file;        // tls.ca_file: PEM; empty = the system's
+    std::string cert_file;      // tls.cert_file/key_file: a client certificate
+    std::string key_file;
+    std::string key_prefix = "dpgate:";  // every Redis key dpgate writes starts with it
+    uint64_t connect_timeout_ms = 1000;
+    // One command's round trip; beyond it the store counts as away for
+    // that request (limits.on_store_unavailable decides).
+    uint64_t timeout_ms = 250;
+    bool enabled() const { return !address.empty(); }
+
+    bool operator==(const RedisConfig&) const = default;
+};
+
+// While Redis cannot be reached: `local` enforces each replica's share of
+// every budget in the process; `deny` refuses budgeted keys with 503.
+enum class StoreFallback { local, deny };
+
 struct LimitsConfig {
     uint64_t max_body_bytes = 256ull * 1024 * 1024;
     uint64_t max_header_bytes = 64 * 1024;
@@ -100,6 +140,11 @@ struct LimitsConfig {
     // discarded for at most this long, so the client reads the answer
     // instead of a reset (nginx's lingering close).
     uint64_t linger_timeout_ms = 5000;
+    // The limits and budgets of every key that does not set its own
+    // (auth.keys and the keys file override them field by field).
+    AuthKey key_defaults;
+    RedisConfig redis;
+    StoreFallback on_store_unavailable = StoreFallback::local;
 
     bool operator==(const LimitsConfig&) const = default;
 };
@@ -148,15 +193,6 @@ struct BackendConfig {
     bool operator==(const BackendConfig&) const = default;
 };
 
-struct AuthKey {
-    std::string name;
-    std::string sha256;  // lowercase hex of the key
-    bool trusted = false;
-    uint32_t max_concurrent = 0;    // 0 = unlimited
-    uint32_t requests_per_min = 0;  // 0 = unlimited
-
-    bool operator==(const AuthKey&) const = default;
-};
 
 struct AuthConfig {
     bool required = true;

@@ -277,7 +277,10 @@ private:
                                       "max_n",
                                       "max_buffered_body_bytes",
                                       "max_connections_per_ip",
-                                      "linger_timeout_ms"});
+                                      "linger_timeout_ms",
+                                      "key_defaults",
+                                      "redis",
+                                      "on_store_unavailable"});
         LimitsConfig& limits = config_.limits;
         if (auto f = m.get("max_body_bytes")) limits.max_body_bytes = readBytes(*f, 1, 1ull << 40);
         if (auto f = m.get("max_header_bytes")) limits.max_header_bytes = readBytes(*f, 1024, 64ull << 20);
@@ -315,6 +318,58 @@ private:
         } else if (limits.max_buffered_body_bytes < limits.max_body_bytes) {
             limits.max_buffered_body_bytes = limits.max_body_bytes;
         }
+        if (auto f = m.get("key_defaults")) {
+            const MappingReader d(
+                *f, {"max_concurrent", "requests_per_min", "requests_per_day", "tokens_per_min", "tokens_per_day"});
+            readKeyLimits(d, limits.key_defaults);
+        }
+        if (auto f = m.get("redis")) readRedis(*f);
+        if (auto f = m.get("on_store_unavailable")) {
+            const std::string mode = readString(*f);
+            if (mode == "local") limits.on_store_unavailable = StoreFallback::local;
+            else if (mode == "deny") limits.on_store_unavailable = StoreFallback::deny;
+            else fail(*f, "expected local or deny, got \"" + mode.substr(0, 40) + "\"");
+        }
+    }
+
+    void readRedis(const Field& field) {
+        const MappingReader m(
+            field, {"address", "username", "password_file", "tls", "key_prefix", "connect_timeout_ms", "timeout_ms"});
+        RedisConfig& redis = config_.limits.redis;
+        const std::optional<Field> address = m.get("address");
+        if (!address) fail(missing(m, "address"), "required: host:port of the Redis server");
+        redis.address = readString(*address);
+        const size_t colon = redis.address.rfind(':');
+        uint64_t port = 0;
+        const bool numeric = colon != std::string::npos && colon + 1 < redis.address.size() &&
+                             redis.address.size() - colon - 1 <= 5 &&
+                             std::all_of(redis.address.begin() + long(colon) + 1, redis.address.end(),
+                                         [](char c) { return c >= '0' && c <= '9'; });
+        if (numeric) port = std::stoull(redis.address.substr(colon + 1));
+        if (!numeric || colon == 0 || port == 0 || port > 65535)
+            fail(*address, "expected host:port, got \"" + redis.address.substr(0, 80) + "\"");
+        if (auto f = m.get("username")) redis.username = readString(*f);
+        if (auto f = m.get("password_file")) {
+            redis.password_file = readPath(*f);
+            requireFile(*f, redis.password_file);
+        }
+        if (!redis.username.empty() && redis.password_file.empty()) fail(m.self(), "username needs password_file");
+        if (auto f = m.get("tls")) {
+            redis.tls = true;
+            if (!f->node.IsNull()) {
+                const MappingReader tls(*f, {"ca_file", "cert_file", "key_file"});
+                if (auto g = tls.get("ca_file")) requireFile(*g, redis.ca_file = readPath(*g));
+                if (auto g = tls.get("cert_file")) requireFile(*g, redis.cert_file = readPath(*g));
+                if (auto g = tls.get("key_file")) requireFile(*g, redis.key_file = readPath(*g));
+                if (redis.cert_file.empty() != redis.key_file.empty()) fail(*f, "cert_file and key_file go together");
+            }
+        }
+        if (auto f = m.get("key_prefix")) {
+            redis.key_prefix = readString(*f);
+            if (redis.key_prefix.size() > 128) fail(*f, "at most 128 characters");
+        }
+        if (auto f = m.get("connect_timeout_ms")) redis.connect_timeout_ms = readDurationMs(*f, 10, 600'000);
+        if (auto f = m.get("timeout_ms")) redis.timeout_ms = readDurationMs(*f, 1, 600'000);
     }
 
     void readRouting(const Field& field) {
@@ -456,8 +511,9 @@ private:
         std::unordered_map<std::string, std::size_t> key_by_hash;
         if (auto f = m.get("keys")) {
             for (const Field& item : readSequence(*f)) {
-                const MappingReader entry(item,
-                                          {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min"});
+                const MappingReader entry(
+                    item, {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min", "requests_per_day",
+                           "tokens_per_min", "tokens_per_day"});
                 const std::optional<Field> name = entry.get("name");
                 if (!name) fail(missing(entry, "name"), "missing (required)");
                 std::string key_name = readString(*name);
@@ -465,7 +521,7 @@ private:
                 if (auto [at, added] = key_by_name.try_emplace(key_name, auth.keys.size()); !added)
                     fail(*name,
                          "duplicate key name \"" + key_name + "\" (also " + indexPath(f->path, at->second) + ")");
-                AuthKey key = readAuthKey(entry, std::move(key_name), true);
+                AuthKey key = readAuthKey(entry, std::move(key_name), true, config_.limits.key_defaults);
                 if (auto [at, added] = key_by_hash.try_emplace(key.sha256, auth.keys.size()); !added)
                     fail(entry.self(),
                          "same key as " + indexPath(f->path, at->second) + " (\"" + auth.keys[at->second].name + "\")");
@@ -476,7 +532,7 @@ private:
             auth.keys_file = readPath(*f);
             if (!auth.keys_file.empty() && options_.check_files) {
                 const std::string text = readTextFile(auth.keys_file, *f);
-                for (AuthKey& key : parseKeysText(text, auth.keys_file)) {
+                for (AuthKey& key : parseKeysText(text, auth.keys_file, config_.limits.key_defaults)) {
                     if (!key_by_name.try_emplace(key.name, auth.keys.size()).second)
                         fail(*f, "key name \"" + key.name + "\" is defined twice (auth.keys or the keys file)");
                     if (auto [at, added] = key_by_hash.try_emplace(key.sha256, auth.keys.size()); !added)
