@@ -79,6 +79,11 @@ def main() -> None:
           b"POST / HTTP/1.1\r\nHost: h\r\nTransfer-Encoding: chunked\r\n\r\n1;" + b"e=v;" * 100_000
           + b"\r\nx\r\n0\r\n\r\n")
 
+    # Redis's replies (gateway/redis/; first byte: where the stream is cut).
+    write("redis", "deep_arrays_100000", b"\x01" + b"*1\r\n" * 100_000 + b":1\r\n")
+    write("redis", "wide_array_100000", b"\x02" + b"*100000\r\n" + b":1\r\n" * 100_000)
+    write("redis", "wide_strings_50000", b"\x03" + b"*50000\r\n" + b"$3\r\nabc\r\n" * 50_000)
+
     # Texts the gateway quotes (first byte: where a clip cuts).
     write("gateway_text", "deep_backend_error", b"\x80" + deep_objects(100_000))
     write("gateway_text", "wide_backend_error",
