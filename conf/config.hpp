@@ -193,7 +193,6 @@ struct BackendConfig {
     bool operator==(const BackendConfig&) const = default;
 };
 
-
 struct AuthConfig {
     bool required = true;
     std::string keys_file;      // YAML file of `name: {sha256, trusted, ...}` or `name: <hash>`

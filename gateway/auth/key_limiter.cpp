@@ -6,15 +6,11 @@ namespace dpgate::auth {
 
 namespace {
 
-// One request costs a minute's worth of milliseconds in bucket units; the
-// bucket gains requests_per_min units per millisecond.
-constexpr uint64_t units_per_request = 60000;
-
-// One more in flight unless that would pass `max_concurrent` (0: no limit).
+// One more in flight unless that would pass `max_concurrent`.
 bool takeSlot(std::atomic<uint32_t>& in_flight, uint32_t max_concurrent) {
     uint32_t now = in_flight.load(std::memory_order_relaxed);
     do {
-        if (max_concurrent > 0 && now >= max_concurrent) return false;
+        if (now >= max_concurrent) return false;
     } while (!in_flight.compare_exchange_weak(now, now + 1, std::memory_order_acq_rel, std::memory_order_relaxed));
     return true;
 }
@@ -25,7 +21,6 @@ KeyLimiter::KeyLimiter(const conf::AuthConfig& auth) {
     for (const conf::AuthKey& key : auth.keys) {
         auto state = std::make_unique<Key>();
         state->max_concurrent = key.max_concurrent;
-        state->requests_per_min = key.requests_per_min;
         keys_.try_emplace(key.name, std::move(state));  // the loader refuses duplicate names
     }
 }
@@ -35,43 +30,13 @@ KeyLimiter::Key* KeyLimiter::find(std::string_view key_name) const {
     return it == keys_.end() ? nullptr : it->second.get();
 }
 
-RateDecision KeyLimiter::tryAcquire(Key* key, uint64_t now_ms) {
+RateDecision KeyLimiter::tryAcquire(Key* key) {
     if (!key) return {};
     if (!key->limited()) {
         key->unlimited_in_flight.add(1);
         return {};
     }
-    const uint64_t rate = key->requests_per_min;
-    if (rate == 0) {
-        if (!takeSlot(key->in_flight, key->max_concurrent)) return {false, 1, "max_concurrent"};
-        return {};
-    }
-
-    const std::lock_guard lock(key->mutex);
-    const uint64_t capacity = rate * units_per_request;
-    if (!key->started) {
-        key->started = true;
-        key->bucket_units = capacity;
-        key->last_refill_ms = now_ms;
-    } else if (now_ms > key->last_refill_ms) {  // a clock that steps back refills nothing
-        const uint64_t elapsed_ms = now_ms - key->last_refill_ms;
-        // A minute refills everything; capping first also keeps the product small.
-        key->bucket_units =
-            elapsed_ms >= units_per_request ? capacity : std::min(capacity, key->bucket_units + elapsed_ms * rate);
-        key->last_refill_ms = now_ms;
-    }
-    // Concurrency first: a request refused for it must not use up the minute.
-    // Only acquirers that hold the mutex raise the count, so the slot taken
-    // here stays free until the charge below decides.
-    if (key->max_concurrent > 0 && key->in_flight.load(std::memory_order_acquire) >= key->max_concurrent)
-        return {false, 1, "max_concurrent"};
-    if (key->bucket_units < units_per_request) {
-        const uint64_t wait_ms = (units_per_request - key->bucket_units + rate - 1) / rate;
-        const uint64_t wait_s = std::max<uint64_t>(1, (wait_ms + 999) / 1000);
-        return {false, static_cast<uint32_t>(wait_s), "requests_per_min"};
-    }
-    key->bucket_units -= units_per_request;
-    key->in_flight.fetch_add(1, std::memory_order_acq_rel);
+    if (!takeSlot(key->in_flight, key->max_concurrent)) return {false, 1, "max_concurrent"};
     return {};
 }
 

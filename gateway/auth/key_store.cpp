@@ -110,7 +110,8 @@ KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin)
     for (const conf::AuthKey& key : auth.keys) {
         entries_.push_back(
             Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
-                  KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
+                  KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min,
+                          key.requests_per_day, key.tokens_per_min, key.tokens_per_day}});
     }
     if (!admin.token_sha256.empty()) {
         admin_digest_ = digestFromHex(admin.token_sha256, "admin.token");

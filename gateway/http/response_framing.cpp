@@ -11,7 +11,8 @@ namespace dpgate::gateway {
 using namespace std::string_view_literals;
 
 void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned status, Body body, uint64_t content_length,
-                            bool keep_alive, std::string_view request_id, std::string_view route) {
+                            bool keep_alive, std::string_view request_id, std::string_view route,
+                            std::string_view extra_fields) {
     body_ = body;
     head_sent_ = false;
     finished_ = body == Body::none;
@@ -24,8 +25,9 @@ void ResponseFraming::start(const UpstreamResponseParser& upstream, unsigned sta
     }
     static const FieldNames kSetHere = {"content-length", "x-request-id", "x-dpgate-route"};
     appendEndToEndFields(upstream.fields(), head_, kSetHere);
-    HeadWriter w(head_, 128 + request_id.size() + route.size());
+    HeadWriter w(head_, 128 + request_id.size() + route.size() + extra_fields.size());
     w.put("X-Request-ID: "sv).put(request_id).put("\r\nX-Dpgate-Route: "sv).put(route).put("\r\n"sv);
+    if (!extra_fields.empty()) w.put(extra_fields);
     if (body == Body::length) {
         w.put("Content-Length: "sv).put(content_length).put("\r\n"sv);
     } else if (body == Body::chunked) {

@@ -28,9 +28,11 @@ public:
     ~ResponseFraming() { StringPool::give(std::move(head_)); }
 
     // The head: status line, the upstream's end-to-end fields (without its
-    // framing, X-Request-ID and X-Dpgate-Route), then dpgate's own.
+    // framing, X-Request-ID and X-Dpgate-Route), then dpgate's own, then
+    // `extra_fields` (whole lines, "name: value\r\n" each).
     void start(const UpstreamResponseParser& upstream, unsigned status, Body body, uint64_t content_length,
-               bool keep_alive, std::string_view request_id, std::string_view route);
+               bool keep_alive, std::string_view request_id, std::string_view route,
+               std::string_view extra_fields = {});
 
     // Buffers that carry the head (until it went out), `piece` framed, and
     // when `last` the end of a chunked body. Empty when there is nothing to

@@ -148,6 +148,32 @@ GatewayMetrics::GatewayMetrics()
       control_resyncs(registry
                           .counter("dpgate_control_resyncs_total",
                                    "Fresh reads of the whole shared state after a lost or compacted etcd watch.")
-                          .with({})) {}
+                          .with({})),
+      // gateway/budget/: every key's budgets and usage.
+      key_tokens(registry.counter(
+          "dpgate_key_tokens_total",
+          "Tokens per client key, from the backends' usage: kind=prompt (cached included), cached, completion; "
+          "kind=reserved_unused: what was reserved at admission (prompt + 1,024 per image + the output budget "
+          "times n) and given back when the answer ended.",
+          {"key", "kind"})),
+      key_requests(registry.counter("dpgate_key_requests_total",
+                                    "Answers per client key, by the HTTP status written (client_closed: none).",
+                                    {"key", "status"})),
+      key_rate_limited(registry.counter(
+          "dpgate_key_rate_limited_total",
+          "Requests refused for a key's limit: max_concurrent, requests_per_min, requests_per_day, tokens_per_min, "
+          "tokens_per_day (429), never_fits (400: larger than a whole window), store_unavailable (503, "
+          "limits.on_store_unavailable: deny).",
+          {"key", "limit"})),
+      budget_store_up(registry
+                          .gauge("dpgate_budget_store_up",
+                                 "1 while Redis (limits.redis) decides the budgets, 0 while it cannot be reached and "
+                                 "limits.on_store_unavailable applies. 1 without limits.redis.")
+                          .with({})),
+      budget_local_decisions(registry
+                                 .counter("dpgate_budget_local_decisions_total",
+                                          "Reservations of budgeted keys decided by this replica alone (its share) "
+                                          "or refused (deny) because Redis could not be reached.")
+                                 .with({})) {}
 
 }  // namespace dpgate::metrics

@@ -51,6 +51,11 @@ struct GatewayMetrics {
     Gauge& control_store_up;                // dpgate_control_store_up
     Gauge& control_revision;                // dpgate_control_revision
     Counter& control_resyncs;               // dpgate_control_resyncs_total
+    CounterFamily& key_tokens;              // dpgate_key_tokens_total{key,kind}
+    CounterFamily& key_requests;            // dpgate_key_requests_total{key,status}
+    CounterFamily& key_rate_limited;        // dpgate_key_rate_limited_total{key,limit}
+    Gauge& budget_store_up;                 // dpgate_budget_store_up
+    Counter& budget_local_decisions;        // dpgate_budget_local_decisions_total
 
     // Bucket bounds in seconds. TTFB reaches 30 minutes: a 1M-token prefill
     // takes minutes, and queueing behind one can take several more.

@@ -1,6 +1,7 @@
 #include "gateway/path/accounting.hpp"
 
 #include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/path/budget_gate.hpp"
 #include "gateway/path/count_check.hpp"
 #include "gateway/path/path_parts.hpp"
 #include "gateway/platform/cycle_clock.hpp"
@@ -26,6 +27,7 @@ void accountAnswer(RequestContext& c, SlotLease& lease, const admission::Admitte
 }
 
 RequestOutcome::~RequestOutcome() {
+    settleBudget(c_);
     if (!c_.metrics) return;
     metrics::GatewayMetrics& m = *c_.metrics;
     const AccessRecord& r = c_.record;

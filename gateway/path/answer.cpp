@@ -1,6 +1,9 @@
 #include "gateway/path/answer.hpp"
 
+#include "gateway/metrics/gateway_metrics.hpp"
+#include "gateway/path/budget_gate.hpp"
 #include "gateway/path/client_connection.hpp"
+#include "gateway/path/path_parts.hpp"
 
 #include <chrono>
 
@@ -21,6 +24,10 @@ void completeAnswer(RequestContext& c, const AnswerOutcome& outcome) {
     if (outcome.stream_abort) record.stream_abort = outcome.stream_abort;
     if (!outcome.rejection.empty()) record.rejection = outcome.rejection;
     if (outcome.usage) record.usage = outcome.usage;
+    if (c.metrics && c.key) {
+        PathLocal::KeyMetrics& key = c.local.keyMetrics(c.key->name);
+        key.answer(c.key->name, outcome.status, *c.metrics).inc();
+    }
 }
 
 awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response, AnswerOutcome& outcome) {
@@ -43,6 +50,7 @@ http::response<http::string_body> errorResponse(const RequestContext& c, const A
     response.set(http::field::content_type, "application/json");
     response.set("X-Request-ID", c.record.request_id);
     if (extra != http::field::unknown) response.set(extra, extra_value);
+    if (c.headroom) setRateLimitFields(response, *c.headroom);
     response.keep_alive(keep_alive);
     response.body() = error.body();
     return response;

@@ -8,6 +8,7 @@
 #include "gateway/metrics/in_flight.hpp"
 #include "gateway/net/write_now.hpp"
 #include "gateway/path/answer.hpp"
+#include "gateway/path/budget_gate.hpp"
 #include "gateway/path/client_connection.hpp"
 #include "gateway/path/client_watch.hpp"
 #include "gateway/path/path_parts.hpp"
@@ -69,8 +70,10 @@ void startFraming(const RequestContext& c, ResponseFraming& framing, const Upstr
     std::memcpy(route, backend_name.data(), route_bytes);
     route[route_bytes] = '/';
     auto [route_end, ec] = std::to_chars(route + route_bytes + 1, route + sizeof route, rank);
+    std::string rate_fields;
+    if (c.headroom) appendRateLimitFields(rate_fields, *c.headroom);
     framing.start(parser, parser.status(), body, length, c.keep_alive, c.record.request_id,
-                  std::string_view(route, size_t(route_end - route)));
+                  std::string_view(route, size_t(route_end - route)), rate_fields);
 }
 
 // A backend's error answer (>= 400, not a stream): read whole (it is small)
@@ -104,6 +107,7 @@ awaitable<bool> relayErrorAnswer(RequestContext& c, UpstreamExchange& exchange, 
     response.set(http::field::content_type, "application/json");
     response.set("X-Request-ID", c.record.request_id);
     response.set("X-Dpgate-Route", backend_name + "/" + std::to_string(slot.rank()));
+    if (c.headroom) setRateLimitFields(response, *c.headroom);
     if (parser.has(http::field::retry_after)) response.set(http::field::retry_after, parser[http::field::retry_after]);
     response.keep_alive(c.keep_alive);
     response.body() = openAiErrorBody(status, whole ? std::string_view(body) : std::string_view(), backend_name,

@@ -14,14 +14,11 @@ Authentication authenticate(const auth::KeyStore& keys, std::string_view authori
     return out;
 }
 
-KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
-                        CycleClock::time_point now) {
+KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key) {
     KeyLeaseResult out;
     if (!key) return out;
-    const uint64_t now_ms =
-        uint64_t(std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count());
     auth::KeyLimiter::Key* limits = limiter->find(key->name);
-    const auth::RateDecision decision = limiter->tryAcquire(limits, now_ms);
+    const auth::RateDecision decision = limiter->tryAcquire(limits);
     if (!decision.allowed) {
         out.refusal = ApiError::rateLimited("Rate limit reached for key '" + key->name +
                                             "': " + std::string(decision.reason) + ".");

@@ -29,7 +29,6 @@ struct KeyLeaseResult {
     uint32_t retry_after_seconds = 0;
 };
 
-KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key,
-                        CycleClock::time_point now);
+KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key);
 
 }  // namespace dpgate::gateway

@@ -74,4 +74,23 @@ metrics::Counter& PathLocal::requestCounter(std::string_view path, unsigned stat
     return counter;
 }
 
+PathLocal::KeyMetrics& PathLocal::keyMetrics(const std::string& key) {
+    const auto it = key_metrics_.find(key);
+    if (it != key_metrics_.end()) return it->second;
+    KeyMetrics& m = key_metrics_[key];
+    m.prompt_tokens = &metrics_.key_tokens.with({key, "prompt"});
+    m.cached_tokens = &metrics_.key_tokens.with({key, "cached"});
+    m.completion_tokens = &metrics_.key_tokens.with({key, "completion"});
+    m.reserved_unused = &metrics_.key_tokens.with({key, "reserved_unused"});
+    return m;
+}
+
+metrics::Counter& PathLocal::KeyMetrics::answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m) {
+    for (const auto& [known, counter] : answers)
+        if (known == status) return *counter;
+    metrics::Counter& counter = m.key_requests.with({key, status == 0 ? "client_closed" : std::to_string(status)});
+    answers.emplace_back(status, &counter);
+    return counter;
+}
+
 }  // namespace dpgate::gateway

@@ -25,6 +25,9 @@
 
 namespace dpgate::gateway {
 
+namespace budget {
+class Budgets;
+}
 class AdmissionPool;
 class BackendRegistry;
 class CountCheck;
@@ -34,6 +37,7 @@ class Router;
 struct PathShared {
     const Published<const auth::KeyStore>& keys;     // read per request, replaced by a reload
     const Published<auth::KeyLimiter>& key_limiter;  // likewise
+    budget::Budgets& budgets;                        // every key's budgets and usage
     BackendRegistry& backends;                       // health, windows, roles
     Router& router;                                  // where a request goes and what it costs there
     CountCheck& count_check;                         // dpgate's prompt counts against the backends' usage
@@ -78,6 +82,17 @@ public:
     };
     SlotMetrics& slotMetrics(size_t backend, uint32_t rank);
     metrics::Counter& requestCounter(std::string_view path, unsigned status);
+    // A client key's: its token counters and its answers by status.
+    struct KeyMetrics {
+        metrics::Counter* prompt_tokens = nullptr;
+        metrics::Counter* cached_tokens = nullptr;
+        metrics::Counter* completion_tokens = nullptr;
+        metrics::Counter* reserved_unused = nullptr;
+        std::vector<std::pair<unsigned, metrics::Counter*>> answers;  // a handful of statuses
+        metrics::Counter& answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m);
+    };
+    KeyMetrics& keyMetrics(const std::string& key);
+    metrics::GatewayMetrics& gatewayMetrics() { return metrics_; }
 
 private:
     net::io_context& io_;
@@ -96,6 +111,8 @@ private:
         metrics::Counter* counter;
     };
     std::vector<RequestCounter> request_counters_;  // a handful: two endpoints x the statuses seen
+    // Keys are a config's, so the map stays as small as the keys file.
+    std::map<std::string, KeyMetrics, std::less<>> key_metrics_;
 };
 
 }  // namespace dpgate::gateway

@@ -7,6 +7,7 @@
 #include "conf/config.hpp"
 #include "gateway/auth/key_lease.hpp"
 #include "gateway/auth/key_store.hpp"
+#include "gateway/budget/budgets.hpp"
 #include "gateway/http/client_request.hpp"
 #include "gateway/path/access_log.hpp"
 
@@ -38,6 +39,13 @@ struct RequestContext {
     // (answerEnds, answer.hpp); given back by its destructor however else
     // the request ends.
     auth::KeyLease key_lease;
+    // The key's budgets and usage (null without a key), the tokens its
+    // request holds from admission until its answer ends (RequestOutcome
+    // settles them), and what the key has left: the x-ratelimit-* fields of
+    // every answer once the request is charged.
+    budget::KeyState* budget_key = nullptr;
+    budget::Ticket ticket{};
+    std::optional<budget::Headroom> headroom{};
     // Set when the admission pool judged the request already (a large
     // body, request_path.cpp); null otherwise.
     admission::Verdict* judged = nullptr;

@@ -7,6 +7,7 @@
 #include "gateway/path/admit_request.hpp"
 #include "gateway/path/answer.hpp"
 #include "gateway/path/body_pump.hpp"
+#include "gateway/path/budget_gate.hpp"
 #include "gateway/path/caller.hpp"
 #include "gateway/path/client_connection.hpp"
 #include "gateway/path/client_watch.hpp"
@@ -177,6 +178,15 @@ awaitable<bool> proxyRequest(RequestContext& c) {
     if (auto* refused = std::get_if<admission::Refused>(&verdict)) co_return co_await refuse(c, *refused, c.keep_alive);
     const admission::Admitted& admitted = std::get<admission::Admitted>(verdict);
 
+    // 4b. Charge the key: the request's exact tokens against its budgets
+    // (and, for every key, into its usage).
+    if (c.budget_key) {
+        budget::Decision decision;
+        if (!reserveBudgetNow(c, admitted, decision)) co_await reserveBudgetShared(c, admitted, decision);
+        if (decision.verdict != budget::Verdict::allowed)
+            co_return co_await refuseBudget(c, decision, reservedTokens(admitted));
+    }
+
     // 5. Plan the route: the conversation's slot first, then where it goes
     // when that slot is overloaded or fails.
     Router& router = c.shared.router;
@@ -186,7 +196,10 @@ awaitable<bool> proxyRequest(RequestContext& c) {
     // 6. Forward with retry: one upstream exchange, its answer pumped to the
     // client. Tokens of every stream are counted: a client that did not ask
     // for the usage chunk gets the stream without it.
-    const bool stream_usage_added = admitted.stream && !admitted.has_stream_options && c.config.metrics.stream_usage;
+    // A budgeted key's stream is settled from its usage, so it is asked for
+    // whatever metrics.stream_usage says.
+    const bool stream_usage_added =
+        admitted.stream && !admitted.has_stream_options && (c.config.metrics.stream_usage || c.ticket.budgeted);
     ClientWatch watch;
     if (worthWatching(admitted)) watch.start(c.local.io(), c.connection);
     UpstreamExchange exchange({.request = c.request,
@@ -271,11 +284,15 @@ awaitable<bool> serveRequest(RequestContext& c) {
                           http::field::unknown, {});
 
     // 2. How much they may: a slot of the key's limits, held until the answer is out.
-    KeyLeaseResult leased = leaseKey(c.shared.key_limiter.local(), c.key, c.record.started);
-    if (leased.refusal)
+    KeyLeaseResult leased = leaseKey(c.shared.key_limiter.local(), c.key);
+    if (leased.refusal) {
+        if (c.metrics) c.metrics->key_rate_limited.with({c.key->name, "max_concurrent"}).inc();
         return refuseHead(c, std::move(*leased.refusal), http::field::retry_after,
                           std::to_string(leased.retry_after_seconds));
+    }
     c.key_lease = std::move(leased.lease);
+    // A key out of requests (per minute or day) is refused before its body is read.
+    if (budget::Decision head; !budgetAllowsHead(c, head)) return refuseBudget(c, head, 0);
 
     // 3. The body, only now that the head has earned it, held against the
     // process's budget (503 beyond it). What came with the head is taken at

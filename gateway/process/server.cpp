@@ -66,6 +66,7 @@ Server::Server(conf::Config config, ServeOptions options)
       access_log_(AccessLogSink::open(config_.log.access)),
       tls_(config_.listen.tls.enabled() ? makeServerTlsContext(config_.listen.tls) : nullptr),
       key_limiter_(std::make_shared<auth::KeyLimiter>(config_.auth)),
+      budgets_(config_, [this] { return live_replicas_.load(std::memory_order_relaxed); }),
       backends_(config_),
       router_(backends_, config_),
       count_check_(metrics_, config_.backends),
@@ -97,6 +98,7 @@ Server::Server(conf::Config config, ServeOptions options)
                                 std::to_string(admission_pool_->perKeyThreads()) + " at most per key");
     path_shared_.reset(new PathShared{.keys = keys_,
                                       .key_limiter = key_limiter_,
+                                      .budgets = budgets_,
                                       .backends = backends_,
                                       .router = router_,
                                       .count_check = count_check_,
@@ -137,6 +139,8 @@ int Server::run() {
                                .acceptance_changed = [this] { refreshAcceptance(); }},
         version_, port);
     control_->start();
+    budgets_.start();
+    countReplicas();
 
     admin_ = std::make_unique<AdminListener>(io,
                                              AdminPieces{.backends = backends_,
@@ -163,6 +167,7 @@ int Server::run() {
     std::function<void(const error_code&)> on_tick = [&](const error_code& ec) {
         if (ec || shutting_down_) return;
         refreshAcceptance();
+        countReplicas();
         acceptance_timer_->expires_after(ms(config().health.interval_ms));
         acceptance_timer_->async_wait(on_tick);
     };
@@ -199,6 +204,7 @@ int Server::run() {
     for (auto& w : workers_) w->start();
     for (auto& w : workers_) w->join();
     control_->stop();  // gives the membership lease back: status elsewhere drops this replica now
+    budgets_.stop();   // today's counts into state.dir
     logLine(LogLevel::info, "stopped");
     return 0;
 }
@@ -215,6 +221,7 @@ std::string restartOnlyChange(const conf::Config& running, const conf::Config& n
         return "admin.address/admin.port";
     if (running.threads != next.threads) return "threads";
     if (running.control != next.control) return "control";
+    if (running.limits.redis != next.limits.redis) return "limits.redis";
     if (running.admission_threads != next.admission_threads) return "admission_threads";
     if (running.huge_pages != next.huge_pages) return "huge_pages";
     if (running.model.id != next.model.id) return "model.id";
@@ -307,6 +314,7 @@ std::optional<std::string> Server::reload(ReloadOptions options) {
     access_log_.store(access_log);
     tls_.store(tls);
     key_limiter_.store(std::make_shared<auth::KeyLimiter>(next->auth));
+    budgets_.update(*next);
     setLogLevel(parseLogLevel(next->log.level));
     const conf::Config* published = next.get();
     reloaded_.push_back(std::move(next));
@@ -314,6 +322,12 @@ std::optional<std::string> Server::reload(ReloadOptions options) {
     logLine(key_change.empty() ? LogLevel::info : LogLevel::warn,
             "reloaded " + published->source_path + (key_change.empty() ? "" : ": " + key_change));
     return std::nullopt;
+}
+
+void Server::countReplicas() {
+    if (!control_ || !control_->shared()) return;
+    const size_t listed = control_->replicasJson().size();
+    live_replicas_.store(uint32_t(std::max<size_t>(1, listed)), std::memory_order_relaxed);
 }
 
 void Server::refreshAcceptance() {

@@ -11,6 +11,7 @@
 #include "gateway/backends/backend_registry.hpp"
 #include "gateway/backends/role_ledger.hpp"
 #include "gateway/backends/router.hpp"
+#include "gateway/budget/budgets.hpp"
 #include "gateway/control/control_plane.hpp"
 #include "gateway/http/body_budget.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
@@ -105,6 +106,7 @@ public:
 
 private:
     void beginShutdown();
+    void countReplicas();
     void pollDrain(std::chrono::steady_clock::time_point deadline);
 
     conf::Config config_;                                        // the first epoch
@@ -118,6 +120,10 @@ private:
     Published<net::ssl::context> tls_;
     metrics::GatewayMetrics metrics_;
     Published<auth::KeyLimiter> key_limiter_;
+    // The live replicas the control store lists (1 without one), refreshed
+    // each health interval: a replica's share of a budget while Redis is away.
+    std::atomic<uint32_t> live_replicas_{1};
+    budget::Budgets budgets_;
     BackendRegistry backends_;
     Router router_;
     CountCheck count_check_;

@@ -1,0 +1,396 @@
+#include "gateway/budget/budgets.hpp"
+
+#include "gateway/budget/budget_scripts.hpp"
+#include "gateway/platform/log.hpp"
+#include "gateway/redis/redis_client.hpp"
+
+#include <nlohmann/json.hpp>
+
+#include <array>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+
+namespace dpgate::gateway::budget {
+
+namespace {
+
+uint64_t steadyMs() {
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch())
+            .count());
+}
+
+uint64_t unixMs() {
+    return uint64_t(
+        std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch())
+            .count());
+}
+
+Budget budgetOf(const conf::AuthKey& key) {
+    return {key.requests_per_min, key.requests_per_day, key.tokens_per_min, key.tokens_per_day};
+}
+
+const redis::Script& reserveScript() {
+    static const redis::Script script(kReserveScript);
+    return script;
+}
+
+const redis::Script& settleScript() {
+    static const redis::Script script(kSettleScript);
+    return script;
+}
+
+constexpr const char* kDaysFile = "budget_days.json";
+
+void logUnexpected(const redis::Reply& reply) {
+    std::string what = reply.kind == redis::Reply::Kind::error ? reply.str : std::string("an answer of another shape");
+    logLine(LogLevel::warn, "budgets: Redis answered the reserve script with " + what.substr(0, 200));
+}
+
+}  // namespace
+
+// The last 60 seconds of a key's settled use, a slot per second.
+class RecentUse {
+public:
+    void add(uint64_t tokens, uint64_t now_ms) {
+        const uint64_t second = now_ms / 1000;
+        const std::lock_guard lock(mutex_);
+        Slot& slot = slots_[second % slots_.size()];
+        if (slot.second != second) slot = {second, 0, 0};
+        slot.tokens += tokens;
+        ++slot.requests;
+    }
+    std::pair<uint64_t, uint64_t> lastMinute(uint64_t now_ms) const {
+        const uint64_t second = now_ms / 1000;
+        uint64_t tokens = 0;
+        uint64_t requests = 0;
+        const std::lock_guard lock(mutex_);
+        for (const Slot& slot : slots_)
+            if (slot.second + slots_.size() > second) {
+                tokens += slot.tokens;
+                requests += slot.requests;
+            }
+        return {tokens, requests};
+    }
+
+private:
+    struct Slot {
+        uint64_t second = 0;
+        uint64_t tokens = 0;
+        uint64_t requests = 0;
+    };
+    mutable std::mutex mutex_;
+    std::array<Slot, 60> slots_{};
+};
+
+struct KeyState {
+    std::string name;
+    // Set by a reload while requests read them: each limit is its own atomic.
+    std::atomic<uint64_t> requests_per_min{0}, requests_per_day{0}, tokens_per_min{0}, tokens_per_day{0};
+    Budget budget() const {
+        return {requests_per_min.load(std::memory_order_relaxed), requests_per_day.load(std::memory_order_relaxed),
+                tokens_per_min.load(std::memory_order_relaxed), tokens_per_day.load(std::memory_order_relaxed)};
+    }
+    void set(const Budget& b) {
+        requests_per_min.store(b.requests_per_min, std::memory_order_relaxed);
+        requests_per_day.store(b.requests_per_day, std::memory_order_relaxed);
+        tokens_per_min.store(b.tokens_per_min, std::memory_order_relaxed);
+        tokens_per_day.store(b.tokens_per_day, std::memory_order_relaxed);
+    }
+    KeyWindows windows;
+    RecentUse recent;
+    RedisKeys redis_keys;
+    // From Redis's last refusal for a request budget (requests_per_min or
+    // _day): until then (steady ms) the head is refused without asking.
+    std::atomic<uint64_t> blocked_until_ms{0};
+    std::atomic<uint8_t> blocked_limit{0};
+};
+
+Budgets::Budgets(const conf::Config& config, std::function<uint32_t()> replicas)
+    : config_(config), replicas_(std::move(replicas)) {
+    if (config_.limits.redis.enabled()) redis_ = std::make_unique<redis::RedisClient>(config_.limits.redis);
+    update(config_);
+}
+
+Budgets::~Budgets() { stop(); }
+
+void Budgets::update(const conf::Config& config) {
+    deny_.store(config.limits.on_store_unavailable == conf::StoreFallback::deny, std::memory_order_relaxed);
+    const std::unique_lock lock(keys_mutex_);
+    for (const conf::AuthKey& key : config.auth.keys) {
+        auto [at, added] = keys_.try_emplace(key.name);
+        if (added) {
+            at->second = std::make_unique<KeyState>();
+            at->second->name = key.name;
+            at->second->redis_keys = redisKeys(config_.limits.redis.key_prefix, key.name);
+        }
+        at->second->set(budgetOf(key));
+    }
+    // A key a reload removed keeps its state but no budget (it can no longer authenticate).
+    for (auto& [name, state] : keys_) {
+        const bool kept = std::any_of(config.auth.keys.begin(), config.auth.keys.end(),
+                                      [&](const conf::AuthKey& key) { return key.name == name; });
+        if (!kept) state->set({});
+    }
+}
+
+KeyState* Budgets::find(std::string_view key_name) const {
+    const std::shared_lock lock(keys_mutex_);
+    const auto it = keys_.find(key_name);
+    return it == keys_.end() ? nullptr : it->second.get();
+}
+
+void Budgets::start() {
+    restore();
+    if (redis_) redis_->start();
+    if (!config_.state.dir.empty()) persist_thread_ = std::thread([this] { persistLoop(); });
+}
+
+void Budgets::stop() {
+    {
+        const std::lock_guard lock(persist_mutex_);
+        if (stopping_) return;
+        stopping_ = true;
+    }
+    persist_wake_.notify_all();
+    if (persist_thread_.joinable()) persist_thread_.join();
+    if (redis_) redis_->stop();
+    persist();
+}
+
+bool Budgets::storeUp() const { return redis_ && redis_->reachable(); }
+
+Decision Budgets::checkHead(KeyState* key) {
+    Decision d;
+    if (!key) return d;
+    const Budget budget = key->budget();
+    if (!budget.requests_per_min && !budget.requests_per_day) return d;
+    const uint64_t now = steadyMs();
+    if (redis_ && redis_->reachable()) {
+        const uint64_t until = key->blocked_until_ms.load(std::memory_order_relaxed);
+        if (until > now) {
+            d.verdict = Verdict::limited;
+            d.limit = Limit(key->blocked_limit.load(std::memory_order_relaxed));
+            d.retry_after_ms = until - now;
+        }
+        return d;
+    }
+    const Budget share = budget.share(redis_ ? replicas_() : 1);
+    if (const uint64_t wait = key->windows.requestsBlockedFor(share, now, unixMs())) {
+        d.verdict = Verdict::limited;
+        d.limit = share.requests_per_min && wait < 60'000 ? Limit::requests_per_min : Limit::requests_per_day;
+        d.retry_after_ms = wait;
+    }
+    return d;
+}
+
+Decision Budgets::reserveLocal(KeyState& key, uint64_t tokens, Ticket& ticket, bool share) {
+    const Budget whole = key.budget();
+    const Budget budget = share ? whole.share(replicas_()) : whole;
+    Decision d = key.windows.reserve(budget, whole, tokens, steadyMs(), unixMs());
+    if (d.verdict == Verdict::allowed) ticket = {&key, tokens, d.day, false, whole.any()};
+    return d;
+}
+
+std::optional<Decision> Budgets::reserveNow(KeyState* key, uint64_t tokens, Ticket& ticket) {
+    ticket = {};
+    if (!key) return Decision{};
+    const Budget whole = key->budget();
+    if (!redis_ || !whole.any()) return reserveLocal(*key, tokens, ticket, false);
+    // Never-fitting needs no store: the key's own budget says so.
+    if ((whole.tokens_per_min && tokens > whole.tokens_per_min) ||
+        (whole.tokens_per_day && tokens > whole.tokens_per_day))
+        return reserveLocal(*key, tokens, ticket, false);
+    if (redis_->reachable()) return std::nullopt;
+    return storeAway(*key, tokens, ticket);
+}
+
+Decision Budgets::storeAway(KeyState& key, uint64_t tokens, Ticket& ticket) {
+    fallbacks_.fetch_add(1, std::memory_order_relaxed);
+    if (deny_.load(std::memory_order_relaxed)) {
+        Decision d;
+        d.verdict = Verdict::unavailable;
+        return d;
+    }
+    return reserveLocal(key, tokens, ticket, true);
+}
+
+awaitable<Decision> Budgets::reserveShared(KeyState* key_state, uint64_t tokens, Ticket& ticket) {
+    KeyState& key = *key_state;
+    const Budget budget = key.budget();
+    std::vector<std::string> keys{key.redis_keys.minute, key.redis_keys.day_prefix};
+    std::vector<std::string> args{std::to_string(budget.requests_per_min), std::to_string(budget.requests_per_day),
+                                  std::to_string(budget.tokens_per_min), std::to_string(budget.tokens_per_day),
+                                  std::to_string(tokens)};
+    const redis::Result result = co_await redis_->eval(reserveScript(), std::move(keys), std::move(args));
+    std::optional<Decision> decided;
+    if (result.ok && result.reply.kind == redis::Reply::Kind::array) {
+        std::vector<long long> values;
+        for (const redis::Reply& element : result.reply.elements)
+            if (element.kind == redis::Reply::Kind::integer) values.push_back(element.integer);
+        decided = readReserveAnswer(values, budget);
+    }
+    if (!decided) {
+        // Redis did not answer, or not as the script does: decide here.
+        if (result.ok) logUnexpected(result.reply);
+        co_return storeAway(key, tokens, ticket);
+    }
+    const uint64_t now = steadyMs();
+    if (decided->verdict == Verdict::allowed) {
+        ticket = {&key, tokens, decided->day, true, true};
+        key.windows.charge(budget.share(replicas_()), tokens, now, unixMs());
+    } else if (decided->limit == Limit::requests_per_min || decided->limit == Limit::requests_per_day) {
+        key.blocked_limit.store(uint8_t(decided->limit), std::memory_order_relaxed);
+        key.blocked_until_ms.store(now + decided->retry_after_ms, std::memory_order_relaxed);
+    }
+    co_return *decided;
+}
+
+void Budgets::settle(Ticket& ticket, uint64_t used) {
+    KeyState* key = ticket.key;
+    if (!key) return;
+    ticket.key = nullptr;
+    const uint64_t now = steadyMs();
+    key->recent.add(used, now);
+    const int64_t refund = int64_t(ticket.reserved) - int64_t(used);
+    const Budget budget = key->budget();
+    const Budget local = ticket.shared || redis_ ? budget.share(replicas_()) : budget;
+    key->windows.settle(local, refund, ticket.day, now);
+    if (!ticket.shared || refund == 0) return;
+    std::vector<std::string> keys{key->redis_keys.minute, key->redis_keys.day_prefix};
+    std::vector<std::string> args{std::to_string(budget.requests_per_min), std::to_string(budget.tokens_per_min),
+                                  std::to_string(refund), std::to_string(ticket.day)};
+    redis_->evalThen(settleScript(), std::move(keys), std::move(args), [](const redis::Result&) {});
+}
+
+nlohmann::json Budgets::statusJson() const {
+    nlohmann::json j;
+    j["store"] = redis_ ? "redis" : "local";
+    if (redis_) {
+        j["address"] = config_.limits.redis.address;
+        j["reachable"] = redis_->reachable();
+        if (!redis_->reachable()) j["error"] = redis_->lastError();
+        j["on_store_unavailable"] =
+            deny_.load(std::memory_order_relaxed) ? "deny" : "local";
+        // What this replica enforces alone while Redis is away.
+        j["local_share"] = redis_->reachable() ? nlohmann::json(nullptr) : nlohmann::json(replicas_());
+    }
+    j["fallbacks"] = fallbacks();
+    return j;
+}
+
+awaitable<nlohmann::json> Budgets::usageJson() {
+    const uint64_t now = steadyMs();
+    const uint64_t unix_now = unixMs();
+    std::vector<KeyState*> keys;
+    {
+        const std::shared_lock lock(keys_mutex_);
+        for (auto& [name, state] : keys_) keys.push_back(state.get());
+    }
+    nlohmann::json rows = nlohmann::json::array();
+    for (KeyState* key : keys) {
+        const Budget budget = key->budget();
+        const KeyWindows::Today today = key->windows.today(unix_now);
+        const auto [minute_tokens, minute_requests] = key->recent.lastMinute(now);
+        nlohmann::json row;
+        row["key"] = key->name;
+        row["limits"] = {{"requests_per_min", budget.requests_per_min},
+                         {"requests_per_day", budget.requests_per_day},
+                         {"tokens_per_min", budget.tokens_per_min},
+                         {"tokens_per_day", budget.tokens_per_day}};
+        row["last_minute"] = {{"tokens", minute_tokens}, {"requests", minute_requests}};
+        row["today"] = {{"tokens", today.tokens}, {"requests", today.requests}, {"scope", "replica"}};
+        if (redis_ && budget.any() && redis_->reachable()) {
+            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)),
+                                          "r", "t"};
+            const redis::Result shared = co_await redis_->command(std::move(argv));
+            if (shared.ok && shared.reply.kind == redis::Reply::Kind::array && shared.reply.elements.size() == 2) {
+                auto number = [](const redis::Reply& r) -> uint64_t {
+                    if (r.kind != redis::Reply::Kind::string) return 0;
+                    try {
+                        return std::stoull(r.str);
+                    } catch (...) {
+                        return 0;
+                    }
+                };
+                row["today"] = {{"tokens", number(shared.reply.elements[1])},
+                                {"requests", number(shared.reply.elements[0])},
+                                {"scope", "shared"}};
+            }
+        }
+        rows.push_back(std::move(row));
+    }
+    nlohmann::json out;
+    out["day"] = utcDay(unix_now);
+    out["store"] = statusJson();
+    out["keys"] = std::move(rows);
+    co_return out;
+}
+
+void Budgets::persistLoop() {
+    std::unique_lock lock(persist_mutex_);
+    while (!stopping_) {
+        persist_wake_.wait_for(lock, std::chrono::seconds(5));
+        if (stopping_) break;
+        lock.unlock();
+        persist();
+        lock.lock();
+    }
+}
+
+// Today's counts, so that a restart does not hand a key a fresh day.
+void Budgets::persist() {
+    if (config_.state.dir.empty()) return;
+    const uint64_t unix_now = unixMs();
+    nlohmann::json keys = nlohmann::json::object();
+    {
+        const std::shared_lock lock(keys_mutex_);
+        for (auto& [name, state] : keys_) {
+            const KeyWindows::Today today = state->windows.today(unix_now);
+            if (today.requests || today.tokens) keys[name] = {{"requests", today.requests}, {"tokens", today.tokens}};
+        }
+    }
+    nlohmann::json file;
+    file["day"] = utcDay(unix_now);
+    file["keys"] = std::move(keys);
+    const std::filesystem::path path = std::filesystem::path(config_.state.dir) / kDaysFile;
+    const std::filesystem::path temporary = path.string() + ".tmp";
+    {
+        std::ofstream out(temporary, std::ios::trunc);
+        out << file.dump() << '\n';
+        if (!out) {
+            logLine(LogLevel::warn, "budgets: cannot write " + temporary.string());
+            return;
+        }
+    }
+    std::error_code ec;
+    std::filesystem::rename(temporary, path, ec);
+    if (ec) logLine(LogLevel::warn, "budgets: cannot write " + path.string() + ": " + ec.message());
+}
+
+void Budgets::restore() {
+    if (config_.state.dir.empty()) return;
+    const std::filesystem::path path = std::filesystem::path(config_.state.dir) / kDaysFile;
+    std::ifstream in(path);
+    if (!in) return;
+    const nlohmann::json file = nlohmann::json::parse(in, nullptr, false);
+    if (!file.is_object() || !file.contains("day") || !file["day"].is_number_unsigned() || !file.contains("keys") ||
+        !file["keys"].is_object()) {
+        logLine(LogLevel::warn, "budgets: ignoring " + path.string() + ": not what dpgate writes");
+        return;
+    }
+    const uint32_t day = file["day"].get<uint32_t>();
+    const uint64_t unix_now = unixMs();
+    for (const auto& [name, counts] : file["keys"].items()) {
+        KeyState* key = find(name);
+        if (!key || !counts.is_object()) continue;
+        auto count = [&counts](const char* field) {
+            const auto it = counts.find(field);
+            return it != counts.end() && it->is_number_unsigned() ? it->get<uint64_t>() : uint64_t(0);
+        };
+        key->windows.restoreDay(day, count("requests"), count("tokens"), unix_now);
+    }
+}
+
+}  // namespace dpgate::gateway::budget
