@@ -6,10 +6,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <array>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 namespace dpgate::gateway::budget {
 
@@ -208,12 +210,11 @@ std::optional<Decision> Budgets::reserveNow(KeyState* key, uint64_t tokens, Tick
 
 Decision Budgets::storeAway(KeyState& key, uint64_t tokens, Ticket& ticket) {
     fallbacks_.fetch_add(1, std::memory_order_relaxed);
-    if (deny_.load(std::memory_order_relaxed)) {
-        Decision d;
-        d.verdict = Verdict::unavailable;
-        return d;
-    }
-    return reserveLocal(key, tokens, ticket, true);
+    Decision d;
+    if (deny_.load(std::memory_order_relaxed)) d.verdict = Verdict::unavailable;
+    else d = reserveLocal(key, tokens, ticket, true);
+    d.store_away = true;
+    return d;
 }
 
 awaitable<Decision> Budgets::reserveShared(KeyState* key_state, uint64_t tokens, Ticket& ticket) {
@@ -271,13 +272,44 @@ nlohmann::json Budgets::statusJson() const {
         j["address"] = config_.limits.redis.address;
         j["reachable"] = redis_->reachable();
         if (!redis_->reachable()) j["error"] = redis_->lastError();
-        j["on_store_unavailable"] =
-            deny_.load(std::memory_order_relaxed) ? "deny" : "local";
+        j["on_store_unavailable"] = deny_.load(std::memory_order_relaxed) ? "deny" : "local";
         // What this replica enforces alone while Redis is away.
         j["local_share"] = redis_->reachable() ? nlohmann::json(nullptr) : nlohmann::json(replicas_());
     }
     j["fallbacks"] = fallbacks();
     return j;
+}
+
+nlohmann::json Budgets::topKeysJson(size_t n) const {
+    const uint64_t now = steadyMs();
+    const uint64_t unix_now = unixMs();
+    struct Row {
+        std::string key;
+        KeyWindows::Today today;
+        uint64_t minute_tokens;
+        uint64_t minute_requests;
+    };
+    std::vector<Row> rows;
+    {
+        const std::shared_lock lock(keys_mutex_);
+        for (auto& [name, state] : keys_) {
+            const auto [tokens, requests] = state->recent.lastMinute(now);
+            rows.push_back({name, state->windows.today(unix_now), tokens, requests});
+        }
+    }
+    std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
+        return std::tie(b.today.tokens, b.minute_tokens, a.key) < std::tie(a.today.tokens, a.minute_tokens, b.key);
+    });
+    nlohmann::json out = nlohmann::json::array();
+    for (size_t i = 0; i < rows.size() && i < n; ++i) {
+        if (rows[i].today.tokens == 0 && rows[i].today.requests == 0 && rows[i].minute_requests == 0) break;
+        out.push_back({{"key", rows[i].key},
+                       {"tokens_today", rows[i].today.tokens},
+                       {"requests_today", rows[i].today.requests},
+                       {"tokens_last_minute", rows[i].minute_tokens},
+                       {"requests_last_minute", rows[i].minute_requests}});
+    }
+    return out;
 }
 
 awaitable<nlohmann::json> Budgets::usageJson() {
@@ -302,8 +334,8 @@ awaitable<nlohmann::json> Budgets::usageJson() {
         row["last_minute"] = {{"tokens", minute_tokens}, {"requests", minute_requests}};
         row["today"] = {{"tokens", today.tokens}, {"requests", today.requests}, {"scope", "replica"}};
         if (redis_ && budget.any() && redis_->reachable()) {
-            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)),
-                                          "r", "t"};
+            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)), "r",
+                                          "t"};
             const redis::Result shared = co_await redis_->command(std::move(argv));
             if (shared.ok && shared.reply.kind == redis::Reply::Kind::array && shared.reply.elements.size() == 2) {
                 auto number = [](const redis::Reply& r) -> uint64_t {

@@ -25,9 +25,9 @@
 #include <condition_variable>
 #include <functional>
 #include <map>
-#include <optional>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <shared_mutex>
 #include <string>
 #include <string_view>
@@ -92,6 +92,9 @@ public:
 
     // For /admin/status's "budgets": the store, its state, the fallback.
     nlohmann::json statusJson() const;
+    // This replica's top `n` keys by today's tokens (those that used any),
+    // for /admin/status and the status page.
+    nlohmann::json topKeysJson(size_t n) const;
     // For /admin/usage: every key's limits and use now and today, this
     // replica's counts and (budgeted keys, with Redis) the shared ones.
     awaitable<nlohmann::json> usageJson();

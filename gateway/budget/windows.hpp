@@ -64,6 +64,8 @@ struct Decision {
     Headroom headroom;
     // The UTC day (days since 1970-01-01) the request was charged to.
     uint32_t day = 0;
+    // Decided by this replica alone (or denied) because Redis was away.
+    bool store_away = false;
 };
 
 // Milliseconds since the Unix epoch -> UTC day, and how long until it ends.

@@ -7,6 +7,7 @@
 #include "gateway/backends/health_checker.hpp"
 #include "gateway/backends/role_ledger.hpp"
 #include "gateway/backends/router.hpp"
+#include "gateway/budget/budgets.hpp"
 #include "gateway/control/control_plane.hpp"
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/net/lingering_close.hpp"
@@ -306,6 +307,8 @@ http::response<http::string_body> AdminListener::status() const {
     status["last_flip"] = flips.empty() ? nlohmann::json(nullptr) : flipJson(flips.front());
     status["recent_flips"] = nlohmann::json::array();
     for (const acceptance::FlipEvent& f : flips) status["recent_flips"].push_back(flipJson(f));
+    status["budgets"] = pieces_.budgets.statusJson();
+    status["top_keys"] = pieces_.budgets.topKeysJson(10);
     status["control"] = pieces_.control.controlJson();
     status["replicas"] = pieces_.control.replicasJson();
     status["acceptance_dir"] = optionalText(pieces_.records.dir());
@@ -464,6 +467,7 @@ http::response<http::string_body> AdminListener::metricsPage() const {
     m.open_connections.set(readings_.openConnections());
     m.buffered_body_bytes.set(int64_t(readings_.bufferedBodyBytes()));
     m.admission_queued.set(int64_t(pieces_.admission_pool.queued()));
+    m.budget_store_up.set(!pieces_.budgets.shared() || pieces_.budgets.storeUp() ? 1 : 0);
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
     response.body() = m.render();
@@ -548,6 +552,10 @@ awaitable<http::response<http::string_body>> AdminListener::answer(const http::r
         actions_.refreshAcceptance();
         co_await refreshRankTables();
         co_return status();
+    }
+    if (get && path == "/admin/usage") {
+        nlohmann::json usage = co_await pieces_.budgets.usageJson();
+        co_return jsonResponse(200, usage);
     }
     if (get && path == "/metrics") {
         if (!actions_.config().metrics.enabled) {

@@ -31,6 +31,7 @@ commands:
   flip --expect-primary A --to B [--force] [--by NAME]
                               make B the primary; refused unless A is the primary now
   drain NAME | undrain NAME   stop / resume routing to a backend
+  usage                       every key's tokens and requests in the last minute and today, and its budgets
   reload [--allow-no-keys]    re-read the config file (as SIGHUP does); a config that requires keys
                               and has none is refused unless --allow-no-keys
   accept NAME                 run `dpgate accept` against a configured backend (needs --config)
@@ -150,6 +151,22 @@ int status(const Admin& admin, bool json) {
         return kDone;
     }
     return printStatus(fetched.body);
+}
+
+int keyUsage(const Admin& admin, bool json) {
+    HealthChecker::Fetched fetched = request(admin, http::verb::get, "/admin/usage", {}, kTimeoutMs);
+    if (int code = outcome(admin, fetched, json); code != kDone) return code;
+    if (json) {
+        printJson(fetched.body);
+        return kDone;
+    }
+    nlohmann::json usage = nlohmann::json::parse(fetched.body, nullptr, false);
+    if (usage.is_discarded()) {
+        std::cerr << "dpgate ctl: /admin/usage did not answer JSON\n";
+        return kRefused;
+    }
+    for (const std::string& line : usageTable(usage)) std::cout << line << "\n";
+    return kDone;
 }
 
 std::string utcNow() {
@@ -319,8 +336,8 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
     }
     const std::string& command = options.command;
     if (command.empty()) return usage("missing command");
-    const std::map<std::string, size_t> arity = {{"status", 0},  {"watch", 0},  {"flip", 0},  {"drain", 1},
-                                                 {"undrain", 1}, {"reload", 0}, {"accept", 1}};
+    const std::map<std::string, size_t> arity = {{"status", 0},  {"watch", 0},  {"flip", 0},   {"drain", 1},
+                                                 {"undrain", 1}, {"reload", 0}, {"accept", 1}, {"usage", 0}};
     auto known = arity.find(command);
     if (known == arity.end()) return usage("unknown command '" + command + "'");
     if (options.args.size() != known->second)
@@ -344,6 +361,7 @@ int runCtlCli(int argc, char** argv, const char* dpgate_version) {
     }
     if (command == "status") return status(admin, options.json);
     if (command == "watch") return watch(admin, options.json, options.count);
+    if (command == "usage") return keyUsage(admin, options.json);
     if (command == "flip") return flip(admin, options);
     if (command == "reload")
         return post(admin, options.allow_no_keys ? "/admin/reload?allow_no_keys=true" : "/admin/reload", {}, kTimeoutMs,

@@ -22,6 +22,9 @@ namespace dpgate::metrics {
 class GatewayMetrics;
 }
 
+namespace dpgate::gateway::budget {
+class Budgets;
+}
 namespace dpgate::gateway::control {
 class ControlPlane;
 }
@@ -70,6 +73,7 @@ struct AdminPieces {
     const CountCheck& count_check;
     const admission::SharedSegmentCache& shared_segments;
     const AdmissionPool& admission_pool;
+    budget::Budgets& budgets;
 };
 
 }  // namespace dpgate::gateway

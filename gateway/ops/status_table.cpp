@@ -236,4 +236,53 @@ std::vector<std::string> statusTable(const nlohmann::json& status) {
     return lines;
 }
 
+namespace {
+
+uint64_t count(const nlohmann::json& object, const char* key) {
+    const nlohmann::json& value = field(object, key);
+    return value.is_number_unsigned() ? value.get<uint64_t>() : 0;
+}
+
+std::string limitText(const nlohmann::json& limits, const char* key) {
+    const uint64_t value = count(limits, key);
+    return value == 0 ? "-" : std::to_string(value);
+}
+
+}  // namespace
+
+std::vector<std::string> usageTable(const nlohmann::json& usage) {
+    std::vector<std::string> lines;
+    const nlohmann::json& store = field(usage, "store");
+    std::string head = "budgets in " + cellText(field(store, "store"));
+    if (field(store, "store") == "redis") {
+        head += " " + cellText(field(store, "address")) +
+                (field(store, "reachable") == true ? " (up)" : " (AWAY: " + cellText(field(store, "error")) + ")");
+        head += "  on_store_unavailable " + cellText(field(store, "on_store_unavailable"));
+    }
+    head += "  UTC day " + cellText(field(usage, "day"));
+    lines.push_back(head);
+    lines.push_back("");
+    std::vector<const nlohmann::json*> keys;
+    for (const nlohmann::json& k : items(field(usage, "keys"))) keys.push_back(&k);
+    std::stable_sort(keys.begin(), keys.end(), [](const nlohmann::json* a, const nlohmann::json* b) {
+        const uint64_t ta = count(field(*a, "today"), "tokens"), tb = count(field(*b, "today"), "tokens");
+        if (ta != tb) return ta > tb;
+        return count(field(*a, "last_minute"), "tokens") > count(field(*b, "last_minute"), "tokens");
+    });
+    std::vector<std::vector<std::string>> rows = {{"KEY", "TOKENS/1M", "REQ/1M", "TOKENS TODAY", "REQ TODAY", "TODAY",
+                                                   "TOKENS/MIN", "TOKENS/DAY", "REQ/MIN", "REQ/DAY"}};
+    for (const nlohmann::json* k : keys) {
+        const nlohmann::json& limits = field(*k, "limits");
+        const nlohmann::json& today = field(*k, "today");
+        const nlohmann::json& minute = field(*k, "last_minute");
+        rows.push_back({cellText(field(*k, "key")), std::to_string(count(minute, "tokens")),
+                        std::to_string(count(minute, "requests")), std::to_string(count(today, "tokens")),
+                        std::to_string(count(today, "requests")), cellText(field(today, "scope")),
+                        limitText(limits, "tokens_per_min"), limitText(limits, "tokens_per_day"),
+                        limitText(limits, "requests_per_min"), limitText(limits, "requests_per_day")});
+    }
+    for (std::string& line : alignColumns(rows)) lines.push_back(std::move(line));
+    return lines;
+}
+
 }  // namespace dpgate::gateway::ctl

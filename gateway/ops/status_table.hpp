@@ -17,6 +17,12 @@ namespace dpgate::gateway::ctl {
 // shape: what it cannot read shows as "-".
 std::vector<std::string> statusTable(const nlohmann::json& status);
 
+// `dpgate ctl usage`: /admin/usage as lines: the store, then one row per
+// key, the keys that used most today first (tokens today, then in the last
+// minute), with its budgets ("-": none). TODAY says whose count it is:
+// `shared` (every replica's, from Redis) or `replica` (this one's).
+std::vector<std::string> usageTable(const nlohmann::json& usage);
+
 // One JSON value as a table cell: null "-", true "yes", false "no", a
 // whole number without decimals (2.0 is "2"), any other number with three,
 // a string as it is ("-" when empty).

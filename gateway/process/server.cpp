@@ -151,7 +151,8 @@ int Server::run() {
                                                          .control = *control_,
                                                          .count_check = count_check_,
                                                          .shared_segments = *shared_segments_,
-                                                         .admission_pool = *admission_pool_},
+                                                         .admission_pool = *admission_pool_,
+                                                         .budgets = budgets_},
                                              *this, *this);
     uint16_t admin_port =
         admin_->listen(tcp::endpoint(net::ip::make_address(config_.admin.address), config_.admin.port));
