@@ -244,7 +244,7 @@ std::string RedisClient::lastError() const {
 }
 
 void RedisClient::start() {
-    if (thread_.joinable()) return;
+    if (thread_.joinable() || io_.stopped()) return;  // once only
     {
         std::lock_guard lock(submit_mutex_);
         accepting_ = true;

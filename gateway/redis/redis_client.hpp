@@ -75,14 +75,17 @@ public:
     // connect_timeout_ms; commands fail fast until Redis answers).
     void start();
     // Fails every command waiting, and joins the thread; commands after it
-    // fail at once.
+    // fail at once. Not from a completion (the client's own thread).
     void stop();
 
     // A move-only void(Result), run on the client's thread.
     class Completion;
 
     // One command, co_awaited from a coroutine on any executor (the
-    // awaiting coroutine resumes on its own executor).
+    // awaiting coroutine resumes on its own executor). With GCC 12, build
+    // the call in a named local, not inside the co_await expression:
+    //   auto call = client.command(std::move(argv));
+    //   Result result = co_await std::move(call);
     template <class Ex = Executor>
     net::awaitable<Result, Ex> command(std::vector<std::string> argv) {
         return net::async_initiate<const net::use_awaitable_t<Ex>, void(Result)>(
@@ -103,7 +106,9 @@ public:
     }
 
     // The same without waiting: `done` runs on the client's thread and must
-    // not block (a request's reconcile, after its answer went out).
+    // not block (a request's reconcile, after its answer went out); only
+    // when the client is not running or too many commands wait does it run
+    // at once, on the caller's thread.
     void evalThen(const Script& script, std::vector<std::string> keys, std::vector<std::string> args,
                   std::function<void(Result)> done);
 
