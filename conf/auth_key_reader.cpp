@@ -35,6 +35,7 @@ AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_pla
     if (auto f = entry.get("max_concurrent")) key.max_concurrent = static_cast<uint32_t>(readUint(*f, 0, 1'000'000));
     if (auto f = entry.get("requests_per_min"))
         key.requests_per_min = static_cast<uint32_t>(readUint(*f, 0, 1'000'000'000));
+    if (auto f = entry.get("metrics")) key.metrics = readBool(*f);
     return key;
 }
 

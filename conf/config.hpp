@@ -154,6 +154,7 @@ struct AuthKey {
     bool trusted = false;
     uint32_t max_concurrent = 0;    // 0 = unlimited
     uint32_t requests_per_min = 0;  // 0 = unlimited
+    bool metrics = false;           // may read GET /metrics on the client port
 
     bool operator==(const AuthKey&) const = default;
 };

@@ -15,7 +15,8 @@ std::vector<AuthKey> parseKeys(const std::string& yaml_text) {
     for (const MappingReader::Entry& entry : file.entries()) {
         checkKeyName({entry.value.path, entry.value.node, entry.key_line}, entry.key);
         if (entry.value.node.IsMap()) {
-            const MappingReader fields(entry.value, {"sha256", "trusted", "max_concurrent", "requests_per_min"});
+            const MappingReader fields(entry.value,
+                                       {"sha256", "trusted", "max_concurrent", "requests_per_min", "metrics"});
             keys.push_back(readAuthKey(fields, entry.key, false));
         } else {
             // The short form `name: <hash>` that `dpgate keys add` appends.

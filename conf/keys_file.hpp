@@ -6,6 +6,7 @@
 //     trusted: true                     # may pin X-data-parallel-rank
 //     max_concurrent: 4                 # 0 = unlimited
 //     requests_per_min: 60              # 0 = unlimited
+//     metrics: true                     # may read GET /metrics on the client port
 //
 // An empty file holds no keys.
 #pragma once

@@ -456,8 +456,8 @@ private:
         std::unordered_map<std::string, std::size_t> key_by_hash;
         if (auto f = m.get("keys")) {
             for (const Field& item : readSequence(*f)) {
-                const MappingReader entry(item,
-                                          {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min"});
+                const MappingReader entry(
+                    item, {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min", "metrics"});
                 const std::optional<Field> name = entry.get("name");
                 if (!name) fail(missing(entry, "name"), "missing (required)");
                 std::string key_name = readString(*name);

@@ -108,9 +108,9 @@ KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin)
     : required_(auth.required), generation_(nextGeneration()) {
     entries_.reserve(auth.keys.size());
     for (const conf::AuthKey& key : auth.keys) {
-        entries_.push_back(
-            Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
-                  KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min}});
+        entries_.push_back(Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
+                                 KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent,
+                                         key.requests_per_min, key.metrics}});
     }
     if (!admin.token_sha256.empty()) {
         admin_digest_ = digestFromHex(admin.token_sha256, "admin.token");
