@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <functional>
 #include <unordered_map>
+#include <utility>
 
 namespace dpgate::metrics {
 
@@ -212,7 +213,9 @@ struct Family {
     Type type = Type::untyped;
     bool type_decided = false;   // by the first TYPE line, or by the first sample (untyped)
     bool type_declared = false;  // by a TYPE line: written out
+    bool dropped = false;        // shadowed by a histogram or a summary: not written
     std::string samples;
+    std::vector<std::pair<size_t, size_t>> page_samples;  // (page, samples), pages ascending
 };
 
 struct NameHash {
@@ -221,12 +224,14 @@ struct NameHash {
 };
 
 constexpr std::string_view kReservedPrefix = "dpgate_";
+constexpr std::array<std::string_view, 3> kSuffixes{"_bucket", "_sum", "_count"};
 
 class Merger {
 public:
     explicit Merger(const MergeLimits& limits) : limits_(limits) {}
 
-    MergedPages::PageCount addPage(std::string_view backend, std::string_view text) {
+    MergedPages::PageCount addPage(size_t page, std::string_view backend, std::string_view text) {
+        page_ = page;
         backend_ = backend;
         declared_.clear();
         count_ = {};
@@ -246,8 +251,25 @@ public:
         return count_;
     }
 
+    // A family named as a histogram's _bucket, _sum or _count, or a
+    // summary's _sum or _count (it came before that family was typed so, or
+    // a page typed it on its own): Prometheus's parser would read its lines
+    // as that family's and refuse the page. It is dropped, its samples
+    // counted as skipped.
+    void dropShadowed(std::vector<MergedPages::PageCount>& pages) {
+        for (Family& f : families_) {
+            if (!shadowed(f.name)) continue;
+            f.dropped = true;
+            for (const auto& [page, samples] : f.page_samples) {
+                pages[page].samples -= samples;
+                pages[page].skipped += samples;
+            }
+        }
+    }
+
     void write(std::string& out) const {
         for (const Family& f : families_) {
+            if (f.dropped) continue;
             if (f.has_help) {
                 out += "# HELP ";
                 out += f.name;
@@ -275,6 +297,16 @@ private:
         Family& added = families_.emplace_back();
         added.name = name;
         return &added;
+    }
+
+    bool shadowed(std::string_view name) const {
+        for (const std::string_view suffix : kSuffixes) {
+            if (!name.ends_with(suffix) || name.size() == suffix.size()) continue;
+            const Family* base = known(name.substr(0, name.size() - suffix.size()));
+            if (base == nullptr || !base->type_decided) continue;
+            if (base->type == Type::histogram || (base->type == Type::summary && suffix != "_bucket")) return true;
+        }
+        return false;
     }
 
     const Family* known(std::string_view name) const {
@@ -331,7 +363,6 @@ private:
     // when this page (or, failing that, an earlier one) typed it so.
     Resolved resolve(std::string_view name) const {
         if (const auto it = declared_.find(name); it != declared_.end()) return {name, it->second};
-        constexpr std::array<std::string_view, 3> kSuffixes{"_bucket", "_sum", "_count"};
         for (const std::string_view suffix : kSuffixes) {
             if (!name.ends_with(suffix) || name.size() == suffix.size()) continue;
             const std::string_view base = name.substr(0, name.size() - suffix.size());
@@ -360,6 +391,8 @@ private:
         }
         if (!fitsType(*f)) return skip();
         append(f->samples);
+        if (f->page_samples.empty() || f->page_samples.back().first != page_) f->page_samples.emplace_back(page_, 0);
+        ++f->page_samples.back().second;
         ++count_.samples;
     }
 
@@ -412,6 +445,7 @@ private:
     std::unordered_map<std::string, size_t, NameHash, std::equal_to<>> by_name_;
     // This page's TYPE lines (views into its text).
     std::unordered_map<std::string_view, Type> declared_;
+    size_t page_ = 0;
     std::string_view backend_;
     MergedPages::PageCount count_;
     Sample sample_;
@@ -437,10 +471,12 @@ MergedPages mergeBackendPages(std::span<const BackendPage> pages, const MergeLim
     Merger merger(limits);
     merged.pages.reserve(pages.size());
     size_t input_bytes = 0;
-    for (const BackendPage& page : pages) {
-        merged.pages.push_back(page.text ? merger.addPage(page.backend, *page.text) : MergedPages::PageCount{});
+    for (size_t i = 0; i < pages.size(); ++i) {
+        const BackendPage& page = pages[i];
+        merged.pages.push_back(page.text ? merger.addPage(i, page.backend, *page.text) : MergedPages::PageCount{});
         input_bytes += page.text ? page.text->size() : 0;
     }
+    merger.dropShadowed(merged.pages);
     merged.text.reserve(input_bytes + input_bytes / 4);
     merger.write(merged.text);
     writeUpGauge(pages, merged.text);

@@ -54,6 +54,9 @@ struct MergedPages {
 //     page whose TYPE for a family differs from the one decided has its
 //     samples of that family skipped (mixed types cannot share a family).
 //     A page that declares no TYPE for a name takes the decided one.
+//   - A family named as a histogram's _bucket, _sum or _count (or a
+//     summary's _sum or _count) is dropped: Prometheus would read its lines
+//     as that histogram's (or summary's) and refuse the page.
 //   - A sample's own `backend` label becomes `exported_backend` (as
 //     Prometheus renames a target's label that clashes with its own).
 //   - Families named dpgate_* are dpgate's own (they follow this page in

@@ -189,6 +189,23 @@ TEST(MergeBackendPages, HistogramsAndSummariesKeepTheirParts) {
     EXPECT_EQ(merged.pages[0].skipped, 3u);
 }
 
+// Found by the fuzz target: a bucket without le, read as a family of its
+// own before the histogram was typed, would have been read back (by
+// Prometheus too) as the histogram's.
+TEST(MergeBackendPages, DropsAFamilyThatAHistogramOrSummaryShadows) {
+    const MergedPages merged = merge({{"a", "# HELP h help\nh_bucket{engine=\"0\"} 6\n# TYPE s summary\n"},
+                                      {"b",
+                                       "# TYPE h histogram\nh_bucket{le=\"1\"} 2\n# TYPE s_count gauge\n"
+                                       "s_count 3\n"}});
+    EXPECT_EQ(families(merged),
+              "# HELP h help\n# TYPE h histogram\nh_bucket{backend=\"b\",le=\"1\"} 2\n"
+              "# TYPE s summary\n");
+    EXPECT_EQ(merged.pages[0].samples, 0u);
+    EXPECT_EQ(merged.pages[0].skipped, 1u);
+    EXPECT_EQ(merged.pages[1].samples, 1u);
+    EXPECT_EQ(merged.pages[1].skipped, 1u);
+}
+
 TEST(MergeBackendPages, RenamesABackendLabelAndLeavesDpgatesFamiliesAlone) {
     const MergedPages merged =
         merge({{"a", "x{backend=\"inner\"} 1\n# TYPE dpgate_backend_up gauge\ndpgate_backend_up 1\n"}});
