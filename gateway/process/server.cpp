@@ -101,7 +101,8 @@ Server::Server(conf::Config config, ServeOptions options)
                                       .router = router_,
                                       .count_check = count_check_,
                                       .admission_pool = *admission_pool_,
-                                      .metrics = metrics_});
+                                      .metrics = metrics_,
+                                      .readings = *this});
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, *path_shared_, i));
 }
 
