@@ -53,6 +53,9 @@ ApiError ApiError::invalidParam(std::string param, std::string message) {
 ApiError ApiError::unauthorized(std::string message) {
     return make(401, std::move(message), "invalid_request_error", "invalid_api_key");
 }
+ApiError ApiError::forbidden(std::string message, std::string code) {
+    return make(403, std::move(message), "permission_error", std::move(code));
+}
 ApiError ApiError::notFound(std::string message, std::string code) {
     return make(404, std::move(message), "invalid_request_error", std::move(code));
 }

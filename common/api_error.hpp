@@ -26,6 +26,9 @@ struct ApiError {
     // 400 naming the offending field, code null (OpenAI's invalid-parameter shape).
     static ApiError invalidParam(std::string param, std::string message);
     static ApiError unauthorized(std::string message);  // 401 invalid_api_key
+    // 403: the key is right but may not do this (OpenAI's type for it is not
+    // public; Anthropic's and others' word is permission_error).
+    static ApiError forbidden(std::string message, std::string code);
     static ApiError notFound(std::string message, std::string code = "not_found");
     static ApiError methodNotAllowed(std::string message);
     static ApiError conflict(std::string message, std::string code);

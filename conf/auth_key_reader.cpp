@@ -47,6 +47,7 @@ AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_pla
     }
     if (auto f = entry.get("trusted")) key.trusted = readBool(*f);
     readKeyLimits(entry, key);
+    if (auto f = entry.get("metrics")) key.metrics = readBool(*f);
     return key;
 }
 

@@ -16,7 +16,7 @@ void checkKeyName(const Field& at, const std::string& name);
 // has into `key`, leaving the others as they are.
 void readKeyLimits(const MappingReader& entry, AuthKey& key);
 
-// Reads sha256, trusted, the limits and budgets (those not given are
+// Reads sha256, trusted, metrics, the limits and budgets (those not given are
 // `defaults`'), and, when allow_plain_key, a demo `key:` that is stored as
 // its hash. Exactly one of sha256 / key must be present.
 AuthKey readAuthKey(const MappingReader& entry, std::string name, bool allow_plain_key, const AuthKey& defaults = {});

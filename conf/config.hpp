@@ -68,6 +68,7 @@ struct AuthKey {
     bool trusted = false;
     uint32_t max_concurrent = 0;    // 0 = unlimited
     uint32_t requests_per_min = 0;  // 0 = unlimited
+    bool metrics = false;           // may read GET /metrics on the client port
     // Budgets (0 = unlimited). Minutes are token buckets, days are UTC
     // calendar days (docs/operations.md, "Budgets per key").
     uint32_t requests_per_day = 0;

@@ -15,8 +15,9 @@ std::vector<AuthKey> parseKeys(const std::string& yaml_text, const AuthKey& defa
     for (const MappingReader::Entry& entry : file.entries()) {
         checkKeyName({entry.value.path, entry.value.node, entry.key_line}, entry.key);
         if (entry.value.node.IsMap()) {
-            const MappingReader fields(entry.value, {"sha256", "trusted", "max_concurrent", "requests_per_min",
-                                                     "requests_per_day", "tokens_per_min", "tokens_per_day"});
+            const MappingReader fields(entry.value,
+                                       {"sha256", "trusted", "max_concurrent", "requests_per_min", "requests_per_day",
+                                        "tokens_per_min", "tokens_per_day", "metrics"});
             keys.push_back(readAuthKey(fields, entry.key, false, defaults));
         } else {
             // The short form `name: <hash>` that `dpgate keys add` appends.

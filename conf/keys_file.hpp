@@ -9,6 +9,7 @@
 //     requests_per_day: 5000            # 0 = unlimited (a UTC day)
 //     tokens_per_min: 2000000           # exact tokens reserved per minute
 //     tokens_per_day: 200000000         #   and per UTC day; 0 = unlimited
+//     metrics: true                     # may read GET /metrics on the client port
 //
 // A limit a key does not set is limits.key_defaults' (the short form
 // `name: <hash>` takes them all).

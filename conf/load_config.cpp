@@ -513,7 +513,7 @@ private:
             for (const Field& item : readSequence(*f)) {
                 const MappingReader entry(
                     item, {"name", "sha256", "key", "trusted", "max_concurrent", "requests_per_min", "requests_per_day",
-                           "tokens_per_min", "tokens_per_day"});
+                           "tokens_per_min", "tokens_per_day", "metrics"});
                 const std::optional<Field> name = entry.get("name");
                 if (!name) fail(missing(entry, "name"), "missing (required)");
                 std::string key_name = readString(*name);

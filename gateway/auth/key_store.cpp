@@ -111,7 +111,7 @@ KeyStore::KeyStore(const conf::AuthConfig& auth, const conf::AdminConfig& admin)
         entries_.push_back(
             Entry{digestFromHex(key.sha256, "auth.keys." + key.name),
                   KeyInfo{key.name, key.sha256.substr(0, 12), key.trusted, key.max_concurrent, key.requests_per_min,
-                          key.requests_per_day, key.tokens_per_min, key.tokens_per_day}});
+                          key.metrics, key.requests_per_day, key.tokens_per_min, key.tokens_per_day}});
     }
     if (!admin.token_sha256.empty()) {
         admin_digest_ = digestFromHex(admin.token_sha256, "admin.token");

@@ -30,6 +30,7 @@ struct KeyInfo {
     bool trusted = false;
     uint32_t max_concurrent = 0;    // 0 = unlimited
     uint32_t requests_per_min = 0;  // 0 = unlimited
+    bool metrics = false;           // may read GET /metrics on the client port
     uint32_t requests_per_day = 0;  // the budgets (gateway/budget/), for refusals that name them
     uint64_t tokens_per_min = 0;
     uint64_t tokens_per_day = 0;

@@ -27,7 +27,7 @@ namespace dpgate::auth {
 namespace {
 
 constexpr const char* usage =
-    "usage: dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]\n"
+    "usage: dpgate keys add NAME --file F [--trusted] [--metrics] [--max-concurrent N] [--requests-per-min N]\n"
     "       dpgate keys list --file F\n"
     "       dpgate keys remove NAME --file F\n";
 
@@ -42,6 +42,7 @@ struct Args {
     std::vector<std::string> positional;
     std::string file;
     bool trusted = false;
+    bool metrics = false;
     uint32_t max_concurrent = 0;
     uint32_t requests_per_min = 0;
 };
@@ -77,6 +78,8 @@ Args parseArgs(int argc, char** argv) {
             args.file = value();
         } else if (arg == "--trusted" && !inline_value) {
             args.trusted = true;
+        } else if (arg == "--metrics" && !inline_value) {
+            args.metrics = true;
         } else if (arg == "--max-concurrent") {
             args.max_concurrent = parseCount(arg, value());
         } else if (arg == "--requests-per-min") {
@@ -192,11 +195,17 @@ int addKey(const Args& args, std::ostream& out, std::ostream& err) {
                               " --file " + args.file + " first)");
 
     const std::string key = generateApiKey();
-    conf::AuthKey added{name, conf::sha256Hex(key), args.trusted, args.max_concurrent, args.requests_per_min};
+    conf::AuthKey added{.name = name,
+                        .sha256 = conf::sha256Hex(key),
+                        .trusted = args.trusted,
+                        .max_concurrent = args.max_concurrent,
+                        .requests_per_min = args.requests_per_min,
+                        .metrics = args.metrics};
     std::string line = yamlKey(name) + ": {sha256: " + added.sha256;
     if (added.trusted) line += ", trusted: true";
     if (added.max_concurrent) line += ", max_concurrent: " + std::to_string(added.max_concurrent);
     if (added.requests_per_min) line += ", requests_per_min: " + std::to_string(added.requests_per_min);
+    if (added.metrics) line += ", metrics: true";
     line += "}\n";
     const std::string addition = (text.empty() || text.back() == '\n' ? "" : "\n") + line;
 
@@ -228,6 +237,7 @@ int listKeys(const Args& args, std::ostream& out) {
         if (key.trusted) out << " trusted";
         if (key.max_concurrent) out << " max_concurrent=" << key.max_concurrent;
         if (key.requests_per_min) out << " requests_per_min=" << key.requests_per_min;
+        if (key.metrics) out << " metrics";
         out << "\n";
     }
     return 0;

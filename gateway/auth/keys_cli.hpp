@@ -1,6 +1,6 @@
 // `dpgate keys ...`: manage the client API keys file (auth.keys_file).
 //
-//   dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]
+//   dpgate keys add NAME --file F [--trusted] [--metrics] [--max-concurrent N] [--requests-per-min N]
 //   dpgate keys list --file F
 //   dpgate keys remove NAME --file F
 //

@@ -14,6 +14,7 @@
 #include "gateway/ops/admin_page.hpp"
 #include "gateway/path/admission_pool.hpp"
 #include "gateway/path/count_check.hpp"
+#include "gateway/path/gateway_metrics_page.hpp"
 #include "gateway/platform/log.hpp"
 #include "routing/work_meter.hpp"
 
@@ -452,25 +453,9 @@ awaitable<http::response<http::string_body>> AdminListener::flip(const FlipReque
 }
 
 http::response<http::string_body> AdminListener::metricsPage() const {
-    metrics::GatewayMetrics& m = pieces_.metrics;
-    BackendRegistry& backends = pieces_.backends;
-    // Gauges that mirror registry state are refreshed at scrape time.
-    for (const BackendView& b : backends.snapshot()) {
-        // No sample before a backend's first verdict: 0 would read as down
-        // and fire an alert on `dpgate_backend_up == 0` at every start.
-        if (b.health == BackendHealth::unknown) continue;
-        bool primary = b.role == conf::BackendRole::primary;
-        m.backend_up.with({b.name, "primary"}).set(primary && b.healthy ? 1 : 0);
-        m.backend_up.with({b.name, "standby"}).set(!primary && b.healthy ? 1 : 0);
-    }
-    m.public_window_tokens.set(int64_t(backends.publicWindow()));
-    m.open_connections.set(readings_.openConnections());
-    m.buffered_body_bytes.set(int64_t(readings_.bufferedBodyBytes()));
-    m.admission_queued.set(int64_t(pieces_.admission_pool.queued()));
-    m.budget_store_up.set(!pieces_.budgets.shared() || pieces_.budgets.storeUp() ? 1 : 0);
     http::response<http::string_body> response{http::status::ok, 11};
     response.set(http::field::content_type, metrics::kTextContentType);
-    response.body() = m.render();
+    response.body() = gatewayMetricsPage(pieces_.metrics, pieces_.backends, readings_, pieces_.admission_pool);
     return response;
 }
 

@@ -1,11 +1,12 @@
 // What the admin listener reads of the running gateway and asks of it,
 // without reaching the process itself: the pieces it reads (AdminPieces),
-// the process's own counts (StatusReadings), and what only the process can
+// the process's own counts (StatusReadings, path/status_readings.hpp), and what only the process can
 // do (OperatorActions: reload, reread the acceptance records).
 #pragma once
 
 #include "conf/config.hpp"
 #include "gateway/auth/key_store.hpp"
+#include "gateway/path/status_readings.hpp"
 #include "gateway/platform/local_ref.hpp"
 
 #include <cstdint>
@@ -52,15 +53,6 @@ public:
     virtual std::optional<std::string> reload(ReloadOptions options) = 0;
     // Rereads acceptance.dir and tells the registry which backends are accepted.
     virtual void refreshAcceptance() = 0;
-};
-
-// Counts the process keeps, read for /admin/status and /metrics.
-class StatusReadings {
-public:
-    virtual ~StatusReadings() = default;
-    virtual int64_t openConnections() const = 0;
-    virtual int64_t requestsInFlight() const = 0;
-    virtual uint64_t bufferedBodyBytes() const = 0;
 };
 
 struct AdminPieces {

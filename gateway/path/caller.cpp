@@ -4,14 +4,26 @@
 
 namespace dpgate::gateway {
 
-Authentication authenticate(const auth::KeyStore& keys, std::string_view authorization) {
+namespace {
+
+Authentication authenticateIf(const auth::KeyStore& keys, std::string_view authorization, bool required) {
     Authentication out;
     out.key = keys.authenticate(authorization);
-    if (!out.key && (keys.required() || !authorization.empty()))
+    if (!out.key && (required || !authorization.empty()))
         out.refusal = ApiError::unauthorized(
             authorization.empty() ? "You didn't provide an API key: send it as 'Authorization: Bearer <key>'."
                                   : "Incorrect API key provided.");
     return out;
+}
+
+}  // namespace
+
+Authentication authenticate(const auth::KeyStore& keys, std::string_view authorization) {
+    return authenticateIf(keys, authorization, keys.required());
+}
+
+Authentication authenticateAlways(const auth::KeyStore& keys, std::string_view authorization) {
+    return authenticateIf(keys, authorization, true);
 }
 
 KeyLeaseResult leaseKey(LocalRef<auth::KeyLimiter> limiter, const std::optional<auth::KeyInfo>& key) {

@@ -23,6 +23,10 @@ struct Authentication {
 // A key that is sent must be right even where keys are optional.
 Authentication authenticate(const auth::KeyStore& keys, std::string_view authorization);
 
+// A key whatever auth.required says (/metrics: what it shows is the
+// operators', never an anonymous caller's).
+Authentication authenticateAlways(const auth::KeyStore& keys, std::string_view authorization);
+
 struct KeyLeaseResult {
     auth::KeyLease lease;             // held when allowed (empty for a keyless call)
     std::optional<ApiError> refusal;  // 429

@@ -13,6 +13,7 @@
 #include "gateway/metrics/gateway_metrics.hpp"
 #include "gateway/metrics/sharded_count.hpp"
 #include "gateway/net/net.hpp"
+#include "gateway/path/status_readings.hpp"
 #include "gateway/platform/published.hpp"
 
 #include <map>
@@ -43,6 +44,7 @@ struct PathShared {
     CountCheck& count_check;                         // dpgate's prompt counts against the backends' usage
     AdmissionPool& admission_pool;                   // admission that may take long
     metrics::GatewayMetrics& metrics;                // updated only when config.metrics.enabled
+    const StatusReadings& readings;                  // the process's own counts, for /metrics
 };
 
 // One worker's own: touched only on its thread.

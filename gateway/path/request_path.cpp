@@ -12,6 +12,7 @@
 #include "gateway/path/client_connection.hpp"
 #include "gateway/path/client_watch.hpp"
 #include "gateway/path/local_endpoints.hpp"
+#include "gateway/path/metrics_tunnel.hpp"
 #include "gateway/path/path_parts.hpp"
 #include "gateway/path/retry.hpp"
 #include "gateway/path/upstream_exchange.hpp"
@@ -71,6 +72,7 @@ RetryObserver logRetry(RequestContext& c) {
 }
 
 awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
+    if (path == "/metrics") co_return co_await answerMetrics(c);
     // HEAD is GET without the body (the session writes only the head).
     const bool is_get = c.request.method() == http::verb::get || c.request.method() == http::verb::head;
     if (path == "/health" || path == "/v1/models") {
@@ -96,7 +98,8 @@ awaitable<bool> answerLocally(RequestContext& c, std::string_view path) {
     ApiError error =
         ApiError::notFound("no route for " + std::string(clipUtf8(c.request.method_string(), 32)) + " " +
                            std::string(clipUtf8(path, kQuotedBytes)) +
-                           "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models and /health.");
+                           "; dpgate serves /v1/chat/completions, /v1/completions, /v1/models, /health and "
+                           "/metrics (for a key with metrics: true).");
     co_return co_await refuse(c, error, c.keep_alive);
 }
 

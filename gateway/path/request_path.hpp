@@ -15,8 +15,8 @@
 // The stages before the body decide from the head alone (401, 404, 405,
 // 429, and 400 for a field given twice): a client is answered before it
 // sends a body byte it would send in vain, and the connection discards that
-// body. Paths that are not completions (/health, /v1/models) are answered
-// here.
+// body. Paths that are not completions (/health, /v1/models, and /metrics
+// for a key that may: metrics_tunnel.hpp) are answered here.
 #pragma once
 
 #include "gateway/net/net.hpp"

@@ -31,7 +31,7 @@ usage:
                                   run the gateway (SIGTERM/SIGINT drain and exit 0); roles resume
                                   from state.dir unless --ignore-state
   dpgate check --config FILE      validate a config file and print its summary
-  dpgate keys add NAME --file F [--trusted] [--max-concurrent N] [--requests-per-min N]
+  dpgate keys add NAME --file F [--trusted] [--metrics] [--max-concurrent N] [--requests-per-min N]
   dpgate keys list --file F | dpgate keys remove NAME --file F
                                   manage client API keys (the key is printed once; only its hash is stored)
   dpgate accept --config FILE --backend NAME [--out DIR]

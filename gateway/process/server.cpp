@@ -103,7 +103,8 @@ Server::Server(conf::Config config, ServeOptions options)
                                       .router = router_,
                                       .count_check = count_check_,
                                       .admission_pool = *admission_pool_,
-                                      .metrics = metrics_});
+                                      .metrics = metrics_,
+                                      .readings = *this});
     for (size_t i = 0; i < config_.threads; ++i) workers_.push_back(std::make_unique<Worker>(*this, *path_shared_, i));
 }
 
@@ -326,6 +327,7 @@ std::optional<std::string> Server::reload(ReloadOptions options) {
 }
 
 void Server::countReplicas() {
+    metrics_.budget_store_up.set(!budgets_.shared() || budgets_.storeUp() ? 1 : 0);
     if (!control_ || !control_->shared()) return;
     const size_t listed = control_->replicasJson().size();
     live_replicas_.store(uint32_t(std::max<size_t>(1, listed)), std::memory_order_relaxed);

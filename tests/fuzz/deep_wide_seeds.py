@@ -58,6 +58,17 @@ def main() -> None:
     write("backend_metrics", "long_value_line", b"vllm:num_requests_running " + b"9" * 1_000_000 + b"\n")
     write("backend_metrics", "deep_braces", b"m" + b"{" * 100_000 + b"}" * 100_000 + b" 1\n")
 
+    # Backends' /metrics pages to merge (NUL between pages; an empty one is down).
+    write("merge_backend_pages", "wide_30000_series", lines[:len(lines) // 2] + b"\0" + lines[len(lines) // 2:])
+    write("merge_backend_pages", "wide_labels", b"vllm:num_requests_running{" + labels + b"} 1\n")
+    write("merge_backend_pages", "wide_64_labels",
+          b"x{" + b",".join(b'l%d="v"' % i for i in range(64)) + b"} 1\n")
+    write("merge_backend_pages", "wide_30000_families",
+          b"".join(b"# HELP f%d h\n# TYPE f%d gauge\nf%d 1\n" % (i, i, i) for i in range(30_000)))
+    write("merge_backend_pages", "deep_braces", b"m" + b"{" * 100_000 + b"}" * 100_000 + b" 1\n")
+    write("merge_backend_pages", "long_value_line", b"x " + b"9" * 1_000_000 + b"\n")
+    write("merge_backend_pages", "long_escapes", b'x{a="' + b'\\"' * 300_000 + b'"} 1\n')
+
     # Configs: YAML nested deeply in flow and block style, and wide.
     write("conf", "deep_flow_sequences_100000", b"model: " + deep_arrays(100_000) + b"\n")
     write("conf", "deep_flow_mappings_50000", b"model: " + b"{a: " * 50_000 + b"1" + b"}" * 50_000 + b"\n")

@@ -27,12 +27,15 @@ HIT_RATIO = ("sum by (backend,rank) (dpgate_cached_prompt_tokens_total)"
 pytestmark = pytest.mark.skipif(not PROMETHEUS.exists(),
                                 reason="/usr/bin/prometheus missing (Debian package `prometheus`; scripts/setup)")
 
-def prometheus_config(target: str, token: str | None) -> dict:
-    """One job scraping dpgate's admin /metrics every second (JSON is YAML;
-    scrape_timeout must not exceed scrape_interval)."""
+def prometheus_config(target: str, token: str | None, credentials_file: Path | None = None) -> dict:
+    """One job scraping dpgate's /metrics every second (JSON is YAML;
+    scrape_timeout must not exceed scrape_interval), with a bearer token
+    given inline or in a file."""
     job = {"job_name": JOB, "metrics_path": "/metrics", "static_configs": [{"targets": [target]}]}
     if token is not None:
         job["authorization"] = {"type": "Bearer", "credentials": token}
+    elif credentials_file is not None:
+        job["authorization"] = {"type": "Bearer", "credentials_file": str(credentials_file)}
     return {"global": {"scrape_interval": "1s", "scrape_timeout": "1s", "evaluation_interval": "1s"},
             "scrape_configs": [job]}
 
@@ -40,9 +43,11 @@ def prometheus_config(target: str, token: str | None) -> dict:
 class Prometheus:
     """A Prometheus server on an ephemeral port, its TSDB in a temp folder."""
 
-    def __init__(self, target: str, token: str | None = ADMIN_TOKEN, timeout: float = 20.0):
+    def __init__(self, target: str, token: str | None = ADMIN_TOKEN, timeout: float = 20.0,
+                 credentials_file: Path | None = None):
         self._dir = Path(tempfile.mkdtemp(prefix="dpgate-prom-"))
-        (self._dir / "prometheus.yml").write_text(json.dumps(prometheus_config(target, token), indent=2))
+        config = prometheus_config(target, token, credentials_file)
+        (self._dir / "prometheus.yml").write_text(json.dumps(config, indent=2))
         # Prometheus has no port file: a port free a moment ago, and a retry
         # if someone took it meanwhile.
         for attempt in range(3):
@@ -161,3 +166,25 @@ def test_prometheus_without_the_admin_token_sees_the_target_down():
                 assert time.monotonic() < deadline, "Prometheus never scraped"
                 time.sleep(0.25)
             assert [float(r["value"][1]) for r in up] == [0.0], up
+
+
+def test_prometheus_scrapes_the_client_port_with_a_metrics_key(tmp_path):
+    """Through the users' tunnel: the client port's /metrics with a key that
+    has `metrics: true`, read from a file as an operator would keep it.
+    Prometheus stores the backend's vLLM series under backend="primary"
+    and dpgate's own beside them."""
+    key_file = tmp_path / "metrics-key"
+    key_file.write_text("sk-metrics-scraper\n")
+    keys = [{"name": "scraper", "key": "sk-metrics-scraper", "metrics": True}]
+    with Sim() as sim, Gateway(gateway_config([("primary", sim, "primary")],
+                                              auth={"required": True, "keys": keys})) as gw, \
+            Prometheus(f"127.0.0.1:{gw.port}", token=None, credentials_file=key_file) as prom:
+        deadline = time.monotonic() + 15
+        while not (running := prom.query(f'vllm:num_requests_running{{job="{JOB}",backend="primary"}}')):
+            assert time.monotonic() < deadline, "Prometheus stored no vLLM series from the client port"
+            time.sleep(0.25)
+        assert {r["metric"]["engine"] for r in running} == {str(e) for e in range(sim.dp)}
+        up = prom.query(f'dpgate_backend_metrics_up{{job="{JOB}"}}')
+        assert [(r["metric"]["backend"], float(r["value"][1])) for r in up] == [("primary", 1.0)]
+        assert prom.query(f'dpgate_public_window_tokens{{job="{JOB}"}}'), "dpgate's own series are missing"
+        assert [float(r["value"][1]) for r in prom.query(f'up{{job="{JOB}"}}')] == [1.0]

@@ -27,6 +27,7 @@ TEST(ApiError, NamedConstructorsSetStatusTypeAndCode) {
     const Case cases[] = {
         {ApiError::badRequest("x"), 400, "invalid_request_error", "bad_request"},
         {ApiError::unauthorized("x"), 401, "invalid_request_error", "invalid_api_key"},
+        {ApiError::forbidden("x", "metrics_not_allowed"), 403, "permission_error", "metrics_not_allowed"},
         {ApiError::notFound("x"), 404, "invalid_request_error", "not_found"},
         {ApiError::methodNotAllowed("x"), 405, "invalid_request_error", "method_not_allowed"},
         {ApiError::conflict("x", "flip_refused"), 409, "invalid_request_error", "flip_refused"},

@@ -43,6 +43,21 @@ TEST(KeysFile, ReadsShortAndLongForms) {
     EXPECT_EQ(keys[1], (AuthKey{"ci-bot", hash_b, true, 4, 60}));  // hex is stored lowercase
 }
 
+TEST(KeysFile, MetricsIsOffUnlessSaid) {
+    const std::vector<AuthKey> keys =
+        parseKeysText("scraper:\n  sha256: " + hash_a +
+                          "\n  metrics: true\n"
+                          "plain: " +
+                          hash_b + "\nsaid-no: {sha256: " + std::string(64, 'c') + ", metrics: false}\n",
+                      "keys.yaml");
+    ASSERT_EQ(keys.size(), 3u);
+    EXPECT_EQ(keys[0], (AuthKey{"scraper", hash_a, false, 0, 0, true}));
+    EXPECT_FALSE(keys[1].metrics);
+    EXPECT_FALSE(keys[2].metrics);
+    EXPECT_EQ(keysError("alice:\n  sha256: " + hash_a + "\n  metrics: maybe\n"),
+              "conf: keys.yaml: alice.metrics: line 3: expected true or false, got \"maybe\"");
+}
+
 TEST(KeysFile, EmptyFileHoldsNoKeys) {
     EXPECT_TRUE(parseKeysText("", "keys.yaml").empty());
     EXPECT_TRUE(parseKeysText("# nothing yet\n", "keys.yaml").empty());
@@ -57,7 +72,7 @@ TEST(KeysFile, ErrorsNameTheFileTheKeyAndTheLine) {
     // A plain key is for demo configs only; the keys file holds hashes.
     EXPECT_EQ(keysError("alice:\n  key: sk-123\n"),
               "conf: keys.yaml: alice.key: line 2: unknown key; expected one of: sha256, trusted, max_concurrent, "
-              "requests_per_min");
+              "requests_per_min, metrics");
     EXPECT_EQ(keysError("alice: " + hash_a + "\nalice: " + hash_b + "\n"),
               "conf: keys.yaml: alice: line 2: duplicate key (first at line 1)");
     EXPECT_EQ(keysError("\"a b\": " + hash_a + "\n"),

@@ -126,6 +126,17 @@ TEST(LoadConfig, InlineKeysKeepOnlyTheHash) {
     EXPECT_EQ(config.auth.keys[1], (AuthKey{"ops@example.com", std::string(64, 'd'), false, 0, 0}));
 }
 
+TEST(LoadConfig, InlineKeysMayReadMetrics) {
+    const Config config = load(std::string("auth:\n"
+                                           "  keys:\n"
+                                           "    - {name: prometheus, key: sk-prom, metrics: true}\n"
+                                           "    - {name: user, key: sk-user}\n") +
+                               minimal_backends);
+    ASSERT_EQ(config.auth.keys.size(), 2u);
+    EXPECT_EQ(config.auth.keys[0], (AuthKey{"prometheus", sha256Hex("sk-prom"), false, 0, 0, true}));
+    EXPECT_FALSE(config.auth.keys[1].metrics);
+}
+
 TEST(LoadConfig, SpecialAccessLogTargetsAreNotPaths) {
     for (const char* target : {"stdout", "stderr", "off"})
         EXPECT_EQ(load(std::string("log: {access: ") + target + "}\n" + minimal_backends).log.access, target);

@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
                        "conf: auth.enabled: line 2: unknown key; expected one of: required, keys_file, keys"},
         UnknownKeyCase{"auth:\n  keys:\n    - {name: a, key: k, admin: true}\n" + b,
                        "conf: auth.keys[0].admin: line 3: unknown key; expected one of: name, sha256, key, trusted, "
-                       "max_concurrent, requests_per_min"},
+                       "max_concurrent, requests_per_min, metrics"},
         UnknownKeyCase{"log:\n  format: json\n" + b,
                        "conf: log.format: line 2: unknown key; expected one of: access, level"},
         // A YAML 1.1 merge key is not supported by yaml-cpp: it is just an unknown key.
@@ -81,7 +81,7 @@ TEST(UnknownKeysInKeysFile, AreErrors) {
     } catch (const ConfigError& e) {
         EXPECT_STREQ(e.what(),
                      "conf: /etc/dpgate/keys.yaml: alice.admin: line 3: unknown key; expected one of: sha256, trusted, "
-                     "max_concurrent, requests_per_min");
+                     "max_concurrent, requests_per_min, metrics");
     }
 }
 

@@ -52,6 +52,15 @@ TEST(KeyStore, RightKeyGivesItsNameAndLimits) {
               (KeyInfo{"ci-bot", conf::sha256Hex("sk-ci").substr(0, 12), true, 4, 60}));
 }
 
+TEST(KeyStore, OnlyAKeyThatSaysSoMayReadMetrics) {
+    conf::AuthConfig auth = twoKeys();
+    auth.keys.push_back(conf::AuthKey{"scraper", conf::sha256Hex("sk-scrape"), false, 0, 0, true});
+    const KeyStore store(auth, conf::AdminConfig{});
+    EXPECT_TRUE(store.authenticate("Bearer sk-scrape")->metrics);
+    EXPECT_FALSE(store.authenticate("Bearer sk-ci")->metrics);
+    EXPECT_FALSE(store.authenticate("Bearer sk-alice")->metrics);
+}
+
 TEST(KeyStore, WrongMissingOrMalformedKeyIsRefused) {
     const KeyStore store(twoKeys(), conf::AdminConfig{});
     EXPECT_EQ(store.authenticate("Bearer sk-alicE"), std::nullopt);

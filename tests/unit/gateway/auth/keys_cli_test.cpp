@@ -111,6 +111,12 @@ TEST(KeysCli, AddWithFlagsAppendsAfterExistingEntries) {
     // Names YAML would misread are quoted.
     const std::string odd = keyOf(keys({"add", "@odd", "--file", file}));
     EXPECT_EQ(conf::loadKeysFile(file).back(), (conf::AuthKey{"@odd", conf::sha256Hex(odd), false, 0, 0}));
+
+    // A scraper's key: only --metrics, written as `metrics: true`.
+    const std::string scraper = keyOf(keys({"add", "prometheus", "--file", file, "--metrics"}));
+    EXPECT_EQ(conf::loadKeysFile(file).back(),
+              (conf::AuthKey{"prometheus", conf::sha256Hex(scraper), false, 0, 0, true}));
+    EXPECT_EQ(keys({"add", "x", "--file", file, "--metrics=true"}).exit_code, 2);
 }
 
 TEST(KeysCli, AddRefusesADuplicateNameAndLeavesTheFileAlone) {
@@ -157,9 +163,10 @@ TEST(KeysCli, ListPrintsNamesAndFlagsNeverHashes) {
     const std::string file = dir.path() + "/keys.yaml";
     keyOf(keys({"add", "alice", "--file", file}));
     keyOf(keys({"add", "ci", "--file", file, "--trusted", "--max-concurrent", "2", "--requests-per-min", "30"}));
+    keyOf(keys({"add", "prometheus", "--file", file, "--metrics"}));
     const CliRun list = keys({"list", "--file", file});
     EXPECT_EQ(list.exit_code, 0) << list.err;
-    EXPECT_EQ(list.out, "alice\nci trusted max_concurrent=2 requests_per_min=30\n");
+    EXPECT_EQ(list.out, "alice\nci trusted max_concurrent=2 requests_per_min=30\nprometheus metrics\n");
 
     const CliRun missing = keys({"list", "--file", dir.path() + "/absent.yaml"});
     EXPECT_EQ(missing.exit_code, 1);
