@@ -72,7 +72,7 @@ TEST(KeysFile, ErrorsNameTheFileTheKeyAndTheLine) {
     // A plain key is for demo configs only; the keys file holds hashes.
     EXPECT_EQ(keysError("alice:\n  key: sk-123\n"),
               "conf: keys.yaml: alice.key: line 2: unknown key; expected one of: sha256, trusted, max_concurrent, "
-              "requests_per_min, metrics");
+              "requests_per_min, requests_per_day, tokens_per_min, tokens_per_day, metrics");
     EXPECT_EQ(keysError("alice: " + hash_a + "\nalice: " + hash_b + "\n"),
               "conf: keys.yaml: alice: line 2: duplicate key (first at line 1)");
     EXPECT_EQ(keysError("\"a b\": " + hash_a + "\n"),

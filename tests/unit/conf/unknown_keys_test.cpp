@@ -49,7 +49,7 @@ INSTANTIATE_TEST_SUITE_P(
                        "upstream_first_byte_timeout_ms, stream_idle_timeout_ms, client_write_timeout_ms, "
                        "upstream_max_idle_connections, upstream_idle_timeout_ms, relay_buffer_bytes, drain_timeout_ms, "
                        "offload_admission_bytes, max_json_depth, max_n, max_buffered_body_bytes, "
-                       "max_connections_per_ip, linger_timeout_ms"},
+                       "max_connections_per_ip, linger_timeout_ms, key_defaults, redis, on_store_unavailable"},
         UnknownKeyCase{"routing:\n  strategy: x\n" + b,
                        "conf: routing.strategy: line 2: unknown key; expected one of: mode, session_header, "
                        "balance_factor, work_balance_factor, work_slack_tokens, work_window_ms, "
@@ -66,7 +66,7 @@ INSTANTIATE_TEST_SUITE_P(
                        "conf: auth.enabled: line 2: unknown key; expected one of: required, keys_file, keys"},
         UnknownKeyCase{"auth:\n  keys:\n    - {name: a, key: k, admin: true}\n" + b,
                        "conf: auth.keys[0].admin: line 3: unknown key; expected one of: name, sha256, key, trusted, "
-                       "max_concurrent, requests_per_min, metrics"},
+                       "max_concurrent, requests_per_min, requests_per_day, tokens_per_min, tokens_per_day, metrics"},
         UnknownKeyCase{"log:\n  format: json\n" + b,
                        "conf: log.format: line 2: unknown key; expected one of: access, level"},
         // A YAML 1.1 merge key is not supported by yaml-cpp: it is just an unknown key.
@@ -81,7 +81,7 @@ TEST(UnknownKeysInKeysFile, AreErrors) {
     } catch (const ConfigError& e) {
         EXPECT_STREQ(e.what(),
                      "conf: /etc/dpgate/keys.yaml: alice.admin: line 3: unknown key; expected one of: sha256, trusted, "
-                     "max_concurrent, requests_per_min, metrics");
+                     "max_concurrent, requests_per_min, requests_per_day, tokens_per_min, tokens_per_day, metrics");
     }
 }
 

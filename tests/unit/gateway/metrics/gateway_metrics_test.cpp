@@ -42,7 +42,12 @@ TEST(GatewayMetrics, DeclaresExactlyTheIssueFamilies) {
                                                "dpgate_upstream_connections_dropped_total",
                                                "dpgate_control_store_up",
                                                "dpgate_control_revision",
-                                               "dpgate_control_resyncs_total"};
+                                               "dpgate_control_resyncs_total",
+                                               "dpgate_key_tokens_total",
+                                               "dpgate_key_requests_total",
+                                               "dpgate_key_rate_limited_total",
+                                               "dpgate_budget_store_up",
+                                               "dpgate_budget_local_decisions_total"};
     EXPECT_EQ(m.registry.familyNames(), families);
 }
 
