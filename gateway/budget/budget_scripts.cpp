@@ -81,7 +81,7 @@ std::optional<Decision> readReserveAnswer(const std::vector<long long>& v, const
     auto left = [](long long milli) { return milli <= 0 ? uint64_t(0) : uint64_t(milli / 1000); };
     // Until a bucket holding `milli` thousandths is whole again.
     auto until_full = [](uint64_t per_min, long long milli) -> uint64_t {
-        const long long whole = (long long)(per_min) * 1000;
+        const long long whole = (long long)(per_min)*1000;
         if (milli >= whole) return 0;
         return (uint64_t(whole - milli) * 60 + per_min - 1) / per_min;
     };

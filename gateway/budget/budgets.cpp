@@ -271,8 +271,7 @@ nlohmann::json Budgets::statusJson() const {
         j["address"] = config_.limits.redis.address;
         j["reachable"] = redis_->reachable();
         if (!redis_->reachable()) j["error"] = redis_->lastError();
-        j["on_store_unavailable"] =
-            deny_.load(std::memory_order_relaxed) ? "deny" : "local";
+        j["on_store_unavailable"] = deny_.load(std::memory_order_relaxed) ? "deny" : "local";
         // What this replica enforces alone while Redis is away.
         j["local_share"] = redis_->reachable() ? nlohmann::json(nullptr) : nlohmann::json(replicas_());
     }
@@ -302,8 +301,8 @@ awaitable<nlohmann::json> Budgets::usageJson() {
         row["last_minute"] = {{"tokens", minute_tokens}, {"requests", minute_requests}};
         row["today"] = {{"tokens", today.tokens}, {"requests", today.requests}, {"scope", "replica"}};
         if (redis_ && budget.any() && redis_->reachable()) {
-            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)),
-                                          "r", "t"};
+            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)), "r",
+                                          "t"};
             const redis::Result shared = co_await redis_->command(std::move(argv));
             if (shared.ok && shared.reply.kind == redis::Reply::Kind::array && shared.reply.elements.size() == 2) {
                 auto number = [](const redis::Reply& r) -> uint64_t {

@@ -111,8 +111,7 @@ Decision KeyWindows::reserve(const Budget& budget, const Budget& whole, uint64_t
         refuse(Limit::requests_per_day, msToMidnight(unix_ms));
     } else if (budget.tokens_per_min && token_units_ < token_need && token_units_ < token_cap) {
         // More than the share holds goes once the bucket is full (below).
-        refuse(Limit::tokens_per_min,
-               msUntil(std::min(token_need, token_cap), token_units_, budget.tokens_per_min));
+        refuse(Limit::tokens_per_min, msUntil(std::min(token_need, token_cap), token_units_, budget.tokens_per_min));
     } else if (budget.tokens_per_day && day_tokens_ + tokens > budget.tokens_per_day &&
                !(day_tokens_ == 0 && tokens > budget.tokens_per_day)) {
         refuse(Limit::tokens_per_day, msToMidnight(unix_ms));
@@ -145,8 +144,7 @@ void KeyWindows::settle(const Budget& budget, int64_t refund, uint32_t day, uint
         token_units_ += int64_t(elapsed * budget.tokens_per_min);
         last_ms_ = now_ms;
     }
-    if (budget.tokens_per_min)
-        token_units_ = std::min(token_units_ + refund * kUnits, capacity(budget.tokens_per_min));
+    if (budget.tokens_per_min) token_units_ = std::min(token_units_ + refund * kUnits, capacity(budget.tokens_per_min));
     request_units_ = std::min(request_units_, capacity(budget.requests_per_min));
     if (day == day_) {
         if (refund > 0) day_tokens_ -= std::min(day_tokens_, uint64_t(refund));

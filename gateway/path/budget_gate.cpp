@@ -72,8 +72,8 @@ ApiError refusalOf(const RequestContext& c, const budget::Decision& d, uint64_t 
                 "budget_store_unavailable", "server_error");
         default: break;
     }
-    std::string message = "Rate limit reached for key '" + key + "' on " + std::string(perWhat(d.limit)) +
-                          ": limit " + thousands(limit);
+    std::string message =
+        "Rate limit reached for key '" + key + "' on " + std::string(perWhat(d.limit)) + ": limit " + thousands(limit);
     if (tokens > 0 && (d.limit == budget::Limit::tokens_per_min || d.limit == budget::Limit::tokens_per_day))
         message += ", this request reserves " + thousands(tokens) + " (prompt, images and output budget)";
     message += ". Please try again in " + retryPhrase(d.retry_after_ms) + ".";
@@ -164,7 +164,8 @@ awaitable<bool> refuseBudget(RequestContext& c, budget::Decision decision, uint6
     http::response<http::string_body> response = errorResponse(c, error, c.keep_alive);
     setRateLimitFields(response, decision.headroom);
     if (decision.verdict == budget::Verdict::limited) {
-        response.set(http::field::retry_after, std::to_string(std::max<uint64_t>(1, (decision.retry_after_ms + 999) / 1000)));
+        response.set(http::field::retry_after,
+                     std::to_string(std::max<uint64_t>(1, (decision.retry_after_ms + 999) / 1000)));
         response.set("retry-after-ms", std::to_string(decision.retry_after_ms));
         // A day's budget comes back at midnight: an SDK that honours
         // Retry-After would sleep for hours; it should fail now instead.

@@ -39,8 +39,7 @@ bool budgetAllowsHead(RequestContext& c, budget::Decision& decision);
 // holds the charge, c.headroom what is left). False when Redis must be
 // asked: then co_await reserveBudgetShared() instead.
 bool reserveBudgetNow(RequestContext& c, const admission::Admitted& admitted, budget::Decision& decision);
-awaitable<void> reserveBudgetShared(RequestContext& c, const admission::Admitted& admitted,
-                                    budget::Decision& decision);
+awaitable<void> reserveBudgetShared(RequestContext& c, const admission::Admitted& admitted, budget::Decision& decision);
 
 // Writes the refusal of `decision` for a request of `tokens` (0: judged
 // from its head).
