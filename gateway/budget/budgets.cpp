@@ -109,6 +109,44 @@ struct KeyState {
     std::atomic<uint8_t> blocked_limit{0};
 };
 
+std::string describeBudgets(const conf::Config& config) {
+    const conf::RedisConfig& redis = config.limits.redis;
+    std::string out;
+    if (redis.enabled()) {
+        out = "budgets: shared through Redis " + redis.address + (redis.tls ? " (TLS)" : "") + ", key prefix \"" +
+              redis.key_prefix + "\"; while it is away " +
+              (config.limits.on_store_unavailable == conf::StoreFallback::deny
+                   ? std::string("budgeted keys get 503 (on_store_unavailable: deny)")
+                   : std::string("each replica keeps its share (on_store_unavailable: local)")) +
+              "\n";
+    } else {
+        out = "budgets: in this process (no limits.redis): replicas do not share them; days " +
+              (config.state.dir.empty() ? std::string("start again at a restart (no state.dir)")
+                                        : "kept in " + config.state.dir + "/" + kDaysFile) +
+              "\n";
+    }
+    size_t budgeted = 0;
+    std::vector<std::string> warnings;
+    const uint64_t output = config.model.max_output_tokens;
+    for (const conf::AuthKey& key : config.auth.keys) {
+        if (!key.budgeted()) continue;
+        ++budgeted;
+        for (auto [limit, name] :
+             {std::pair{key.tokens_per_min, "tokens_per_min"}, std::pair{key.tokens_per_day, "tokens_per_day"}})
+            if (limit != 0 && limit <= output)
+                warnings.push_back("  !! key " + key.name + ": " + name + " " + std::to_string(limit) +
+                                   " is not above the default output budget (model.max_output_tokens " +
+                                   std::to_string(output) +
+                                   "): every request without max_tokens is refused (400 budget_exceeded)");
+    }
+    out += "  " + std::to_string(budgeted) + " of " + std::to_string(config.auth.keys.size()) +
+           " keys have budgets (requests/tokens per minute/day)\n";
+    constexpr size_t kShown = 20;
+    for (size_t i = 0; i < warnings.size() && i < kShown; ++i) out += warnings[i] + "\n";
+    if (warnings.size() > kShown) out += "  !! and " + std::to_string(warnings.size() - kShown) + " more keys\n";
+    return out;
+}
+
 Budgets::Budgets(const conf::Config& config, std::function<uint32_t()> replicas)
     : config_(config), replicas_(std::move(replicas)) {
     if (config_.limits.redis.enabled()) redis_ = std::make_unique<redis::RedisClient>(config_.limits.redis);
@@ -176,13 +214,19 @@ Decision Budgets::checkHead(KeyState* key) {
             d.limit = Limit(key->blocked_limit.load(std::memory_order_relaxed));
             d.retry_after_ms = until - now;
         }
-        return d;
+    } else {
+        const Budget share = budget.share(redis_ ? replicas_() : 1);
+        if (const uint64_t wait = key->windows.requestsBlockedFor(share, now, unixMs())) {
+            d.verdict = Verdict::limited;
+            d.limit = share.requests_per_min && wait <= 60'000 ? Limit::requests_per_min : Limit::requests_per_day;
+            d.retry_after_ms = wait;
+        }
     }
-    const Budget share = budget.share(redis_ ? replicas_() : 1);
-    if (const uint64_t wait = key->windows.requestsBlockedFor(share, now, unixMs())) {
-        d.verdict = Verdict::limited;
-        d.limit = share.requests_per_min && wait < 60'000 ? Limit::requests_per_min : Limit::requests_per_day;
-        d.retry_after_ms = wait;
+    // The request side of the headers: none left until the wait is over.
+    if (d.verdict == Verdict::limited) {
+        d.headroom.limit_requests =
+            d.limit == Limit::requests_per_min ? budget.requests_per_min : budget.requests_per_day;
+        d.headroom.reset_requests_ms = d.retry_after_ms;
     }
     return d;
 }

@@ -52,6 +52,12 @@ struct Ticket {
     bool budgeted = false;  // the key has budgets (else only counted)
 };
 
+// What `dpgate check` says about the budgets: where they are kept, how
+// many keys have which, and every key whose per-minute or per-day tokens
+// are below one default output budget (each request without max_tokens
+// would be refused as never fitting).
+std::string describeBudgets(const conf::Config& config);
+
 class Budgets {
 public:
     // `replicas`: how many replicas share the endpoint now (the live ones

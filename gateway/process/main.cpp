@@ -4,6 +4,7 @@
 #include "conf/config.hpp"
 #include "gateway/acceptance/writable_dir.hpp"
 #include "gateway/auth/keys_cli.hpp"
+#include "gateway/budget/budgets.hpp"
 #include "gateway/control/control_plane.hpp"
 #include "gateway/ops/accept_cli.hpp"
 #include "gateway/ops/ctl_cli.hpp"
@@ -138,7 +139,8 @@ int main(int argc, char** argv) {
             }
             std::cout << "conf: " << path << ": ok (" << config.backends.size() << " backends, window "
                       << config.model.window_tokens << ")\n"
-                      << files.summary << gateway::control::describeControl(config);
+                      << files.summary << gateway::control::describeControl(config)
+                      << gateway::budget::describeBudgets(config);
             return 0;
         }
         // Flips, drains and acceptance write here: a folder that cannot be
