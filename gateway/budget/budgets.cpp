@@ -268,7 +268,9 @@ awaitable<Decision> Budgets::reserveShared(KeyState* key_state, uint64_t tokens,
     std::vector<std::string> args{std::to_string(budget.requests_per_min), std::to_string(budget.requests_per_day),
                                   std::to_string(budget.tokens_per_min), std::to_string(budget.tokens_per_day),
                                   std::to_string(tokens)};
-    const redis::Result result = co_await redis_->eval(reserveScript(), std::move(keys), std::move(args));
+    // Built before the co_await (GCC 12 mishandles temporaries inside one).
+    auto call = redis_->eval(reserveScript(), std::move(keys), std::move(args));
+    const redis::Result result = co_await std::move(call);
     std::optional<Decision> decided;
     if (result.ok && result.reply.kind == redis::Reply::Kind::array) {
         std::vector<long long> values;
@@ -380,7 +382,8 @@ awaitable<nlohmann::json> Budgets::usageJson() {
         if (redis_ && budget.any() && redis_->reachable()) {
             std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)), "r",
                                           "t"};
-            const redis::Result shared = co_await redis_->command(std::move(argv));
+            auto call = redis_->command(std::move(argv));
+            const redis::Result shared = co_await std::move(call);
             if (shared.ok && shared.reply.kind == redis::Reply::Kind::array && shared.reply.elements.size() == 2) {
                 auto number = [](const redis::Reply& r) -> uint64_t {
                     if (r.kind != redis::Reply::Kind::string) return 0;
