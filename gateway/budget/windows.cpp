@@ -43,8 +43,8 @@ void KeyWindows::advance(const Budget& budget, uint64_t now_ms, uint64_t unix_ms
     const int64_t token_cap = capacity(budget.tokens_per_min);
     if (!started_) {
         started_ = true;
-        request_units_ = request_cap;
-        token_units_ = token_cap;
+        request_units_ = request_cap_ = request_cap;
+        token_units_ = token_cap_ = token_cap;
         last_ms_ = now_ms;
     } else if (now_ms > last_ms_) {  // a clock that steps back refills nothing
         // A minute refills everything; capping first keeps the products small.
@@ -53,7 +53,13 @@ void KeyWindows::advance(const Budget& budget, uint64_t now_ms, uint64_t unix_ms
         token_units_ += int64_t(elapsed * budget.tokens_per_min);
         last_ms_ = now_ms;
     }
-    // A smaller budget (a reload, a share while the store is away) caps what is held.
+    // A larger budget (a reload, the store back from a share) adds what it
+    // grew by, so a budget that was unlimited starts full; a smaller one
+    // caps what is held.
+    if (request_cap > request_cap_) request_units_ += request_cap - request_cap_;
+    if (token_cap > token_cap_) token_units_ += token_cap - token_cap_;
+    request_cap_ = request_cap;
+    token_cap_ = token_cap;
     request_units_ = std::min(request_units_, request_cap);
     token_units_ = std::min(token_units_, token_cap);
     if (const uint32_t day = utcDay(unix_ms); day > day_) {

@@ -117,6 +117,8 @@ private:
     uint64_t last_ms_ = 0;
     int64_t request_units_ = 0;  // signed: a request larger than a share leaves debt
     int64_t token_units_ = 0;
+    int64_t request_cap_ = 0;  // the capacities of the budget last applied
+    int64_t token_cap_ = 0;
     uint32_t day_ = 0;
     uint64_t day_requests_ = 0;
     uint64_t day_tokens_ = 0;

@@ -147,6 +147,12 @@ async function main() {
           roles: document.getElementById("roles").textContent,
           alerts: [...document.getElementById("alerts").children].map((n) => n.textContent),
           flips: [...document.querySelectorAll("#flips li")].map((n) => n.textContent),
+          keys_visible: !document.getElementById("keys-section").hidden,
+          budgets: document.getElementById("budgets").textContent,
+          keys: [...document.querySelectorAll("#keys tbody tr")].map((row) => ({
+            key: row.dataset.key,
+            cells: [...row.querySelectorAll("td")].map((n) => n.textContent),
+          })),
         }));
         out.results.push({ op: "snapshot", shown, answer: answers[answers.length - 1] });
         if (!step.hold) await release();

@@ -8,6 +8,7 @@ through Redis, with Redis killed and brought back mid-run.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -242,6 +243,27 @@ def test_ctl_usage_lists_the_keys_that_used_most_first():
             assert body["budgets"]["store"] == "local"
 
 
+def test_a_reload_changes_the_budgets_and_keeps_what_was_used():
+    with Sim(max_output=COMPLETION, extra_args=EXACT_SIM_COUNTS) as sim:
+        config = gateway_config([("primary", sim, "primary")],
+                                auth={"required": True, "keys": [key("gil", tokens_per_day=10_000)]})
+        with Gateway(config) as gw:
+            status, headers, _ = post(gw, "gil")
+            assert status == 200 and headers["x-ratelimit-limit-tokens"] == "10000"
+            config["auth"]["keys"] = [key("gil", tokens_per_day=2_000, requests_per_min=50), key("new", tokens_per_min=900)]
+            gw.config_path.write_text(json.dumps(config))
+            assert gw.admin("POST", "/admin/reload")[0] == 200
+            status, headers, body = post(gw, "gil")
+            assert status == 200, body
+            prompt = body["usage"]["prompt_tokens"]
+            assert headers["x-ratelimit-limit-tokens"] == "2000"
+            # Today's use carried over: one settled answer, this reservation.
+            assert int(headers["x-ratelimit-remaining-tokens"]) == 2000 - (prompt + COMPLETION) - (prompt + MAX_TOKENS)
+            assert headers["x-ratelimit-limit-requests"] == "50"
+            status, headers, _ = post(gw, "new")
+            assert status == 200 and headers["x-ratelimit-limit-tokens"] == "900"
+
+
 def shared_config(sim: Sim, redis: RedisServer, keys: list[dict], **limits) -> dict:
     return gateway_config([("primary", sim, "primary")],
                           limits={"redis": {"address": f"127.0.0.1:{redis.port}", "key_prefix": "t:"}, **limits},
@@ -330,7 +352,6 @@ def test_check_describes_the_budgets(tmp_path):
                                 limits={"key_defaults": {"tokens_per_min": 20_000}},
                                 auth={"required": True, "keys": [key("small"), key("big", tokens_per_min=2_000_000)]})
         path = tmp_path / "dpgate.yaml"
-        import json
         path.write_text(json.dumps(config))
         run = subprocess.run([str(bin_dir() / "dpgate"), "check", "--config", str(path)], capture_output=True,
                              text=True, timeout=60)

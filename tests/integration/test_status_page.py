@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import (ADMIN_TOKEN, MODEL, REPO_ROOT, TOKENIZER, Gateway, Sim, bin_dir, gateway_config, http_json,
+from harness import (ADMIN_TOKEN, MODEL, REPO_ROOT, TOKENIZER, Gateway, Sim, bin_dir, chat_body, gateway_config, http_json,
                      http_request)
 
 DRIVER = Path(__file__).resolve().parent / "status_page_driver.cjs"
@@ -368,3 +368,21 @@ def test_a_token_no_header_can_carry_is_caught_by_the_page(stack):
     caught = result["results"][1]
     assert caught["form_visible"] and not caught["status_visible"] and caught["stored_token"] is None
     assert len(result["results"][3]["shown"]["cells"]) == 16
+
+
+def test_the_page_shows_the_keys_that_used_most_today(stack):
+    gw = stack
+    result = drive(gw, [{"op": "sign_in", "token": ADMIN_TOKEN}, {"op": "snapshot", "until_hit": False}])
+    assert result["results"][1]["shown"]["keys_visible"] is False  # nobody used it yet
+    for _ in range(3):
+        status, _, body = gw.json("POST", "/v1/chat/completions", chat_body("Hello!", max_tokens=5))
+        assert status == 200, body
+    result = drive(gw, [{"op": "sign_in", "token": ADMIN_TOKEN}, {"op": "snapshot", "until_hit": False}])
+    snapshot = result["results"][1]
+    shown, answer = snapshot["shown"], snapshot["answer"]
+    assert shown["keys_visible"] is True
+    assert shown["budgets"].startswith("Budgets kept by this process.")
+    top = answer["top_keys"][0]
+    assert top["key"] == "local-demo" and top["requests_today"] == 3 and top["tokens_today"] > 0
+    assert shown["keys"] == [{"key": "local-demo", "cells": [
+        "local-demo", str(top["tokens_today"]), "3", str(top["tokens_last_minute"]), "3"]}]

@@ -122,9 +122,8 @@ TEST_F(BudgetScripts, SettleGivesTheUnusedPartBackToTheMinuteAndTheDay) {
     EXPECT_EQ(d->verdict, Verdict::allowed);
     // Minute reported (it is set); the day holds 50 + 900.
     EXPECT_EQ(d->headroom.limit_tokens, 1'000u);
-    const Result day =
-        runEval(*client_, Script("return redis.call('HGET', KEYS[1], 't')"),
-                {keys().day_prefix + std::to_string(d->day)}, {});
+    const Result day = runEval(*client_, Script("return redis.call('HGET', KEYS[1], 't')"),
+                               {keys().day_prefix + std::to_string(d->day)}, {});
     EXPECT_EQ(day.reply.str, "950");
 }
 

@@ -175,6 +175,19 @@ TEST(KeyWindows, ARestoredDayCountsOnlyOnThatDay) {
     EXPECT_EQ(w.reserve(b, b, 1, 0, kNoon).verdict, Verdict::limited);
 }
 
+TEST(KeyWindows, ABudgetThatGrowsAddsWhatItGrewBy) {
+    KeyWindows w;
+    const Budget none;
+    EXPECT_EQ(w.reserve(none, none, 10, 0, kNoon).verdict, Verdict::allowed);
+    const Budget some{2, 0, 1000, 0};  // was unlimited: starts full
+    EXPECT_EQ(w.reserve(some, some, 1000, 0, kNoon).verdict, Verdict::allowed);
+    EXPECT_EQ(w.reserve(some, some, 0, 0, kNoon).verdict, Verdict::allowed);
+    EXPECT_EQ(w.reserve(some, some, 0, 0, kNoon).limit, Limit::requests_per_min);
+    const Budget more{2, 0, 3000, 0};  // 2,000 more tokens at once
+    const Decision d = w.reserve(more, more, 0, 10'000, kNoon);
+    EXPECT_EQ(d.headroom.remaining_tokens, 2000u + 500u);  // and 10 s of refill at 3,000 a minute
+}
+
 TEST(KeyWindows, AReloadThatLowersTheBudgetCapsWhatIsHeld) {
     KeyWindows w;
     const Budget big = tokensPerMin(1'000'000);

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <sstream>
 
 using namespace dpgate::gateway::ctl;
 
@@ -157,4 +158,41 @@ TEST(CtlStatusTable, ReplicasShowWhoLagsAndWhoRunsAnotherConfig) {
     status["replicas"] = nlohmann::json::array();
     const std::vector<std::string> local = statusTable(status);
     EXPECT_NE(std::find(local.begin(), local.end(), "control local (each replica its own roles)"), local.end());
+}
+
+TEST(CtlUsageTable, HeaviestKeyFirstWithItsBudgetsAndWhoseCountItIs) {
+    const nlohmann::json usage = nlohmann::json::parse(R"({
+      "day": 20430,
+      "store": {"store": "redis", "address": "10.0.0.5:6379", "reachable": false, "error": "connect: refused",
+                "on_store_unavailable": "local"},
+      "keys": [
+        {"key": "light", "limits": {"requests_per_min": 0, "requests_per_day": 0, "tokens_per_min": 50000,
+                                    "tokens_per_day": 0},
+         "last_minute": {"tokens": 10, "requests": 1}, "today": {"tokens": 100, "requests": 2, "scope": "replica"}},
+        {"key": "heavy", "limits": {"requests_per_min": 60, "requests_per_day": 0, "tokens_per_min": 0,
+                                    "tokens_per_day": 9000000},
+         "last_minute": {"tokens": 0, "requests": 0}, "today": {"tokens": 123456, "requests": 40, "scope": "shared"}}
+      ]})");
+    const std::vector<std::string> lines = usageTable(usage);
+    ASSERT_EQ(lines.size(), 5u);
+    EXPECT_EQ(lines[0],
+              "budgets in redis 10.0.0.5:6379 (AWAY: connect: refused)  on_store_unavailable local  UTC day 20430");
+    EXPECT_EQ(lines[2].substr(0, 3), "KEY");
+    EXPECT_EQ(lines[3].substr(0, 5), "heavy");
+    EXPECT_EQ(lines[4].substr(0, 5), "light");
+    auto words = [](const std::string& line) {
+        std::vector<std::string> out;
+        std::istringstream in(line);
+        for (std::string w; in >> w;) out.push_back(w);
+        return out;
+    };
+    EXPECT_EQ(words(lines[3]),
+              (std::vector<std::string>{"heavy", "0", "0", "123456", "40", "shared", "-", "9000000", "60", "-"}));
+    EXPECT_EQ(words(lines[4]),
+              (std::vector<std::string>{"light", "10", "1", "100", "2", "replica", "50000", "-", "-", "-"}));
+}
+
+TEST(CtlUsageTable, OtherShapesNeverThrow) {
+    for (const char* text : {"null", "[]", "{}", R"({"keys": 3})", R"({"keys": [1, {"today": 2}]})"})
+        EXPECT_NO_THROW(usageTable(nlohmann::json::parse(text))) << text;
 }
