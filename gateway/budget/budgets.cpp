@@ -45,6 +45,11 @@ const redis::Script& settleScript() {
 
 constexpr const char* kDaysFile = "budget_days.json";
 
+std::vector<std::string> reserveArgs(const Budget& b, uint64_t tokens) {
+    return {std::to_string(b.requests_per_min), std::to_string(b.requests_per_day), std::to_string(b.tokens_per_min),
+            std::to_string(b.tokens_per_day), std::to_string(tokens)};
+}
+
 void logUnexpected(const redis::Reply& reply) {
     std::string what = reply.kind == redis::Reply::Kind::error ? reply.str : std::string("an answer of another shape");
     logLine(LogLevel::warn, "budgets: Redis answered the reserve script with " + what.substr(0, 200));
@@ -108,6 +113,9 @@ struct KeyState {
     std::atomic<uint64_t> blocked_until_ms{0};
     std::atomic<uint8_t> blocked_limit{0};
 };
+
+// KEYS of both scripts.
+std::vector<std::string> scriptKeys(const KeyState& key);
 
 std::string describeBudgets(const conf::Config& config) {
     const conf::RedisConfig& redis = config.limits.redis;
@@ -264,12 +272,9 @@ Decision Budgets::storeAway(KeyState& key, uint64_t tokens, Ticket& ticket) {
 awaitable<Decision> Budgets::reserveShared(KeyState* key_state, uint64_t tokens, Ticket& ticket) {
     KeyState& key = *key_state;
     const Budget budget = key.budget();
-    std::vector<std::string> keys{key.redis_keys.minute, key.redis_keys.day_prefix};
-    std::vector<std::string> args{std::to_string(budget.requests_per_min), std::to_string(budget.requests_per_day),
-                                  std::to_string(budget.tokens_per_min), std::to_string(budget.tokens_per_day),
-                                  std::to_string(tokens)};
-    // Built before the co_await (GCC 12 mishandles temporaries inside one).
-    auto call = redis_->eval(reserveScript(), std::move(keys), std::move(args));
+    // Built before the co_await, in plain functions: GCC 12 mishandles
+    // temporaries inside a co_await and braced lists in a coroutine's body.
+    auto call = redis_->eval(reserveScript(), scriptKeys(key), reserveArgs(budget, tokens));
     const redis::Result result = co_await std::move(call);
     std::optional<Decision> decided;
     if (result.ok && result.reply.kind == redis::Reply::Kind::array) {
@@ -358,6 +363,51 @@ nlohmann::json Budgets::topKeysJson(size_t n) const {
     return out;
 }
 
+nlohmann::json Budgets::usageRow(KeyState& key, uint64_t now, uint64_t unix_now) const {
+    const Budget budget = key.budget();
+    const KeyWindows::Today today = key.windows.today(unix_now);
+    const auto [minute_tokens, minute_requests] = key.recent.lastMinute(now);
+    nlohmann::json row;
+    row["key"] = key.name;
+    row["limits"] = {{"requests_per_min", budget.requests_per_min},
+                     {"requests_per_day", budget.requests_per_day},
+                     {"tokens_per_min", budget.tokens_per_min},
+                     {"tokens_per_day", budget.tokens_per_day}};
+    row["last_minute"] = {{"tokens", minute_tokens}, {"requests", minute_requests}};
+    row["today"] = {{"tokens", today.tokens}, {"requests", today.requests}, {"scope", "replica"}};
+    return row;
+}
+
+namespace {
+
+uint64_t countOf(const redis::Reply& r) {
+    if (r.kind != redis::Reply::Kind::string || r.str.empty() || r.str.size() > 19) return 0;
+    uint64_t n = 0;
+    for (char c : r.str) {
+        if (c < '0' || c > '9') return 0;
+        n = n * 10 + uint64_t(c - '0');
+    }
+    return n;
+}
+
+// The day's counts every replica shares, from HMGET r t; false when Redis
+// did not answer so.
+bool sharedToday(const redis::Result& result, nlohmann::json& row) {
+    if (!result.ok || result.reply.kind != redis::Reply::Kind::array || result.reply.elements.size() != 2) return false;
+    row["today"] = {{"tokens", countOf(result.reply.elements[1])},
+                    {"requests", countOf(result.reply.elements[0])},
+                    {"scope", "shared"}};
+    return true;
+}
+
+std::vector<std::string> dayCountsCommand(const KeyState& key, uint32_t day) {
+    return {"HMGET", key.redis_keys.day_prefix + std::to_string(day), "r", "t"};
+}
+
+}  // namespace
+
+std::vector<std::string> scriptKeys(const KeyState& key) { return {key.redis_keys.minute, key.redis_keys.day_prefix}; }
+
 awaitable<nlohmann::json> Budgets::usageJson() {
     const uint64_t now = steadyMs();
     const uint64_t unix_now = unixMs();
@@ -368,43 +418,23 @@ awaitable<nlohmann::json> Budgets::usageJson() {
     }
     nlohmann::json rows = nlohmann::json::array();
     for (KeyState* key : keys) {
-        const Budget budget = key->budget();
-        const KeyWindows::Today today = key->windows.today(unix_now);
-        const auto [minute_tokens, minute_requests] = key->recent.lastMinute(now);
-        nlohmann::json row;
-        row["key"] = key->name;
-        row["limits"] = {{"requests_per_min", budget.requests_per_min},
-                         {"requests_per_day", budget.requests_per_day},
-                         {"tokens_per_min", budget.tokens_per_min},
-                         {"tokens_per_day", budget.tokens_per_day}};
-        row["last_minute"] = {{"tokens", minute_tokens}, {"requests", minute_requests}};
-        row["today"] = {{"tokens", today.tokens}, {"requests", today.requests}, {"scope", "replica"}};
-        if (redis_ && budget.any() && redis_->reachable()) {
-            std::vector<std::string> argv{"HMGET", key->redis_keys.day_prefix + std::to_string(utcDay(unix_now)), "r",
-                                          "t"};
-            auto call = redis_->command(std::move(argv));
+        nlohmann::json row = usageRow(*key, now, unix_now);
+        if (redis_ && key->budget().any() && redis_->reachable()) {
+            auto call = redis_->command(dayCountsCommand(*key, utcDay(unix_now)));
             const redis::Result shared = co_await std::move(call);
-            if (shared.ok && shared.reply.kind == redis::Reply::Kind::array && shared.reply.elements.size() == 2) {
-                auto number = [](const redis::Reply& r) -> uint64_t {
-                    if (r.kind != redis::Reply::Kind::string) return 0;
-                    try {
-                        return std::stoull(r.str);
-                    } catch (...) {
-                        return 0;
-                    }
-                };
-                row["today"] = {{"tokens", number(shared.reply.elements[1])},
-                                {"requests", number(shared.reply.elements[0])},
-                                {"scope", "shared"}};
-            }
+            sharedToday(shared, row);
         }
         rows.push_back(std::move(row));
     }
+    co_return usageAnswer(std::move(rows), unix_now);
+}
+
+nlohmann::json Budgets::usageAnswer(nlohmann::json rows, uint64_t unix_now) const {
     nlohmann::json out;
     out["day"] = utcDay(unix_now);
     out["store"] = statusJson();
     out["keys"] = std::move(rows);
-    co_return out;
+    return out;
 }
 
 void Budgets::persistLoop() {

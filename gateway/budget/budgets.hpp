@@ -115,6 +115,8 @@ private:
     Decision reserveLocal(KeyState& key, uint64_t tokens, Ticket& ticket, bool share);
     // Redis is away or answered nonsense: this replica decides (or denies).
     Decision storeAway(KeyState& key, uint64_t tokens, Ticket& ticket);
+    nlohmann::json usageRow(KeyState& key, uint64_t now, uint64_t unix_now) const;
+    nlohmann::json usageAnswer(nlohmann::json rows, uint64_t unix_now) const;
     void persistLoop();
     void persist();
     void restore();
