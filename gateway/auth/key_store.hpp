@@ -35,6 +35,7 @@ struct KeyInfo {
     uint64_t tokens_per_min = 0;
     uint64_t tokens_per_day = 0;
 
+    bool budgeted() const { return requests_per_min || requests_per_day || tokens_per_min || tokens_per_day; }
     bool operator==(const KeyInfo&) const = default;
 };
 

@@ -1,6 +1,7 @@
 #include "gateway/budget/budgets.hpp"
 
 #include "gateway/budget/budget_scripts.hpp"
+#include "gateway/metrics/sharded_count.hpp"
 #include "gateway/platform/log.hpp"
 #include "gateway/redis/redis_client.hpp"
 
@@ -57,38 +58,58 @@ void logUnexpected(const redis::Reply& reply) {
 
 }  // namespace
 
-// The last 60 seconds of a key's settled use, a slot per second.
-class RecentUse {
+// What a key used, as its answers end: counted in cells per thread (no
+// lock, no shared line on the request path) and sampled once a second by
+// the Budgets' own thread for the last minute and today.
+class UsageMeter {
 public:
-    void add(uint64_t tokens, uint64_t now_ms) {
-        const uint64_t second = now_ms / 1000;
-        const std::lock_guard lock(mutex_);
-        Slot& slot = slots_[second % slots_.size()];
-        if (slot.second != second) slot = {second, 0, 0};
-        slot.tokens += tokens;
-        ++slot.requests;
+    void add(uint64_t tokens) {
+        tokens_.addSaturating(tokens);
+        requests_.addSaturating(1);
     }
-    std::pair<uint64_t, uint64_t> lastMinute(uint64_t now_ms) const {
-        const uint64_t second = now_ms / 1000;
-        uint64_t tokens = 0;
-        uint64_t requests = 0;
-        const std::lock_guard lock(mutex_);
-        for (const Slot& slot : slots_)
-            if (slot.second + slots_.size() > second) {
-                tokens += slot.tokens;
-                requests += slot.requests;
+
+    // Sampler thread only (under the Budgets' sample mutex).
+    void sample(uint64_t second, uint32_t day) {
+        const Totals now{tokens_.saturatedValue(), requests_.saturatedValue()};
+        if (day != day_) {
+            day_ = day;
+            day_start_ = started_ ? now : Totals{};
+        }
+        started_ = true;
+        ring_[second % ring_.size()] = {second, now};
+    }
+    struct Use {
+        uint64_t minute_tokens = 0, minute_requests = 0, today_tokens = 0, today_requests = 0;
+    };
+    // From the samples: what the last 60 s and today added (this process).
+    Use use(uint64_t second) const {
+        const Totals now{tokens_.saturatedValue(), requests_.saturatedValue()};
+        Totals base{};  // the oldest sample of the last minute (none: since the start)
+        uint64_t oldest = UINT64_MAX;
+        for (const Sample& s : ring_)
+            if (s.second != 0 && s.second + 60 >= second && s.second < oldest) {
+                oldest = s.second;
+                base = s.totals;
             }
-        return {tokens, requests};
+        return {now.tokens - std::min(now.tokens, base.tokens), now.requests - std::min(now.requests, base.requests),
+                now.tokens - std::min(now.tokens, day_start_.tokens),
+                now.requests - std::min(now.requests, day_start_.requests)};
     }
 
 private:
-    struct Slot {
-        uint64_t second = 0;
-        uint64_t tokens = 0;
-        uint64_t requests = 0;
+    struct Totals {
+        uint64_t tokens = 0, requests = 0;
     };
-    mutable std::mutex mutex_;
-    std::array<Slot, 60> slots_{};
+    struct Sample {
+        uint64_t second = 0;
+        Totals totals;
+    };
+    metrics::ShardedCount<uint64_t> tokens_;
+    metrics::ShardedCount<uint64_t> requests_;
+    std::array<Sample, 61> ring_{};
+    Totals day_start_;
+    uint32_t day_ = 0;
+    bool started_ = false;
 };
 
 struct KeyState {
@@ -106,7 +127,7 @@ struct KeyState {
         tokens_per_day.store(b.tokens_per_day, std::memory_order_relaxed);
     }
     KeyWindows windows;
-    RecentUse recent;
+    UsageMeter usage;
     RedisKeys redis_keys;
     // From Redis's last refusal for a request budget (requests_per_min or
     // _day): until then (steady ms) the head is refused without asking.
@@ -191,8 +212,9 @@ KeyState* Budgets::find(std::string_view key_name) const {
 
 void Budgets::start() {
     restore();
+    sample();
     if (redis_) redis_->start();
-    if (!config_.state.dir.empty()) persist_thread_ = std::thread([this] { persistLoop(); });
+    persist_thread_ = std::thread([this] { persistLoop(); });
 }
 
 void Budgets::stop() {
@@ -304,7 +326,6 @@ void Budgets::settle(Ticket& ticket, uint64_t used) {
     if (!key) return;
     ticket.key = nullptr;
     const uint64_t now = steadyMs();
-    key->recent.add(used, now);
     const int64_t refund = int64_t(ticket.reserved) - int64_t(used);
     const Budget budget = key->budget();
     const Budget local = ticket.shared || redis_ ? budget.share(replicas_()) : budget;
@@ -343,9 +364,12 @@ nlohmann::json Budgets::topKeysJson(size_t n) const {
     std::vector<Row> rows;
     {
         const std::shared_lock lock(keys_mutex_);
+        const std::lock_guard sampled(sample_mutex_);
         for (auto& [name, state] : keys_) {
-            const auto [tokens, requests] = state->recent.lastMinute(now);
-            rows.push_back({name, state->windows.today(unix_now), tokens, requests});
+            const UsageMeter::Use use = state->usage.use(now / 1000);
+            KeyWindows::Today today{0, use.today_requests, use.today_tokens};
+            if (state->budget().any()) today = state->windows.today(unix_now);
+            rows.push_back({name, today, use.minute_tokens, use.minute_requests});
         }
     }
     std::sort(rows.begin(), rows.end(), [](const Row& a, const Row& b) {
@@ -365,8 +389,15 @@ nlohmann::json Budgets::topKeysJson(size_t n) const {
 
 nlohmann::json Budgets::usageRow(KeyState& key, uint64_t now, uint64_t unix_now) const {
     const Budget budget = key.budget();
-    const KeyWindows::Today today = key.windows.today(unix_now);
-    const auto [minute_tokens, minute_requests] = key.recent.lastMinute(now);
+    UsageMeter::Use use;
+    {
+        const std::lock_guard sampled(sample_mutex_);
+        use = key.usage.use(now / 1000);
+    }
+    KeyWindows::Today today{0, use.today_requests, use.today_tokens};
+    if (budget.any()) today = key.windows.today(unix_now);
+    const uint64_t minute_tokens = use.minute_tokens;
+    const uint64_t minute_requests = use.minute_requests;
     nlohmann::json row;
     row["key"] = key.name;
     row["limits"] = {{"requests_per_min", budget.requests_per_min},
@@ -437,13 +468,27 @@ nlohmann::json Budgets::usageAnswer(nlohmann::json rows, uint64_t unix_now) cons
     return out;
 }
 
+void Budgets::recordUse(KeyState* key, uint64_t tokens) {
+    if (key) key->usage.add(tokens);
+}
+
+void Budgets::sample() {
+    const uint64_t second = steadyMs() / 1000;
+    const uint32_t day = utcDay(unixMs());
+    const std::shared_lock lock(keys_mutex_);
+    const std::lock_guard sampled(sample_mutex_);
+    for (auto& [name, state] : keys_) state->usage.sample(second, day);
+}
+
+// Once a second: the keys' use sampled; every fifth, today's counts written.
 void Budgets::persistLoop() {
     std::unique_lock lock(persist_mutex_);
-    while (!stopping_) {
-        persist_wake_.wait_for(lock, std::chrono::seconds(5));
+    for (unsigned tick = 1; !stopping_; ++tick) {
+        persist_wake_.wait_for(lock, std::chrono::seconds(1));
         if (stopping_) break;
         lock.unlock();
-        persist();
+        sample();
+        if (tick % 5 == 0) persist();
         lock.lock();
     }
 }

@@ -90,6 +90,10 @@ public:
     std::optional<Decision> reserveNow(KeyState* key, uint64_t tokens, Ticket& ticket);
     awaitable<Decision> reserveShared(KeyState* key, uint64_t tokens, Ticket& ticket);
 
+    // When any keyed answer ends (budgets or not): what it used, for the
+    // key's last minute and today (`dpgate ctl usage`). Lock-free.
+    void recordUse(KeyState* key, uint64_t tokens);
+
     // When the answer ends: `used` tokens (the backend's usage) of what the
     // ticket reserved; the rest goes back. Idempotent per ticket (it is
     // cleared). Runs on the caller's thread; a shared settle is sent to
@@ -117,6 +121,7 @@ private:
     Decision storeAway(KeyState& key, uint64_t tokens, Ticket& ticket);
     nlohmann::json usageRow(KeyState& key, uint64_t now, uint64_t unix_now) const;
     nlohmann::json usageAnswer(nlohmann::json rows, uint64_t unix_now) const;
+    void sample();
     void persistLoop();
     void persist();
     void restore();
@@ -129,6 +134,7 @@ private:
     std::atomic<uint64_t> fallbacks_{0};
     std::atomic<bool> deny_{false};  // limits.on_store_unavailable: deny (a reload may change it)
 
+    mutable std::mutex sample_mutex_;  // the meters' samples
     std::mutex persist_mutex_;
     std::condition_variable persist_wake_;
     bool stopping_ = false;

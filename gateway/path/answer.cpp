@@ -24,10 +24,7 @@ void completeAnswer(RequestContext& c, const AnswerOutcome& outcome) {
     if (outcome.stream_abort) record.stream_abort = outcome.stream_abort;
     if (!outcome.rejection.empty()) record.rejection = outcome.rejection;
     if (outcome.usage) record.usage = outcome.usage;
-    if (c.metrics && c.key) {
-        PathLocal::KeyMetrics& key = c.local.keyMetrics(c.key->name);
-        key.answer(c.key->name, outcome.status, *c.metrics).inc();
-    }
+    if (c.metrics && c.key) keyLocal(c).answer(c.key->name, outcome.status, *c.metrics).inc();
 }
 
 awaitable<bool> writeAnswer(RequestContext& c, http::response<http::string_body>& response, AnswerOutcome& outcome) {

@@ -136,9 +136,15 @@ void setRateLimitFields(http::response<http::string_body>& response, const budge
     }
 }
 
+KeyLocal& keyLocal(RequestContext& c) {
+    if (!c.key_local) c.key_local = &c.local.keyLocal(c.key->name, c.shared.budgets);
+    return *c.key_local;
+}
+
 bool budgetAllowsHead(RequestContext& c, budget::Decision& decision) {
-    if (!c.key) return true;
-    c.budget_key = c.shared.budgets.find(c.key->name);
+    // A key without budgets is only counted, when its answer ends.
+    if (!c.key || !c.key->budgeted()) return true;
+    c.budget_key = keyLocal(c).state;
     decision = c.shared.budgets.checkHead(c.budget_key);
     return decision.verdict == budget::Verdict::allowed;
 }
@@ -184,16 +190,19 @@ awaitable<bool> refuseBudget(RequestContext& c, budget::Decision decision, uint6
 }
 
 void settleBudget(RequestContext& c) {
+    if (!c.key) return;
     budget::Ticket& ticket = c.ticket;
-    if (!ticket.key) return;
     const std::optional<Usage>& usage = c.record.usage;
-    const uint64_t reserved = ticket.reserved;
+    const uint64_t reserved = ticket.key ? ticket.reserved : 0;
+    // The backend's usage; none for an error answer (nothing was generated
+    // for the client); all that was reserved for a stream cut short.
     uint64_t used = reserved;
     if (usage) used = usage->prompt_tokens + usage->completion_tokens;
-    else if (c.record.status >= 400) used = 0;  // an error answer: nothing was generated for the client
-    c.shared.budgets.settle(ticket, used);
-    if (!c.metrics || !c.key) return;
-    PathLocal::KeyMetrics& m = c.local.keyMetrics(c.key->name);
+    else if (c.record.status >= 400) used = 0;
+    KeyLocal& m = keyLocal(c);
+    if (ticket.key) c.shared.budgets.settle(ticket, used);
+    c.shared.budgets.recordUse(m.state, used);
+    if (!c.metrics) return;
     if (usage) {
         m.prompt_tokens->inc(usage->prompt_tokens);
         m.cached_tokens->inc(usage->cached_prompt_tokens);

@@ -18,6 +18,10 @@
 
 namespace dpgate::gateway {
 
+// The worker's record of the request's key (c.key must be set), looked up
+// once per request.
+KeyLocal& keyLocal(RequestContext& c);
+
 // What a request reserves: its prompts (each of a completions request's),
 // 1,024 per image, and the output budget of every sequence it makes.
 uint64_t reservedTokens(const admission::Admitted& admitted);

@@ -1,5 +1,7 @@
 #include "gateway/path/path_parts.hpp"
 
+#include "gateway/budget/budgets.hpp"
+
 #include "gateway/backends/backend_registry.hpp"
 
 namespace dpgate::gateway {
@@ -74,10 +76,11 @@ metrics::Counter& PathLocal::requestCounter(std::string_view path, unsigned stat
     return counter;
 }
 
-PathLocal::KeyMetrics& PathLocal::keyMetrics(const std::string& key) {
-    const auto it = key_metrics_.find(key);
-    if (it != key_metrics_.end()) return it->second;
-    KeyMetrics& m = key_metrics_[key];
+KeyLocal& PathLocal::keyLocal(const std::string& key, budget::Budgets& budgets) {
+    const auto it = key_locals_.find(key);
+    if (it != key_locals_.end()) return it->second;
+    KeyLocal& m = key_locals_[key];
+    m.state = budgets.find(key);
     m.prompt_tokens = &metrics_.key_tokens.with({key, "prompt"});
     m.cached_tokens = &metrics_.key_tokens.with({key, "cached"});
     m.completion_tokens = &metrics_.key_tokens.with({key, "completion"});
@@ -85,7 +88,7 @@ PathLocal::KeyMetrics& PathLocal::keyMetrics(const std::string& key) {
     return m;
 }
 
-metrics::Counter& PathLocal::KeyMetrics::answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m) {
+metrics::Counter& KeyLocal::answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m) {
     for (const auto& [known, counter] : answers)
         if (known == status) return *counter;
     metrics::Counter& counter = m.key_requests.with({key, status == 0 ? "client_closed" : std::to_string(status)});

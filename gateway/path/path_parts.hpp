@@ -28,11 +28,25 @@ namespace dpgate::gateway {
 
 namespace budget {
 class Budgets;
-}
+struct KeyState;
+}  // namespace budget
 class AdmissionPool;
 class BackendRegistry;
 class CountCheck;
 class Router;
+
+// What a worker keeps of one client key: its budgets and usage (found once
+// per thread: the Budgets never drop a key's state), its token counters and
+// its answers by status.
+struct KeyLocal {
+    budget::KeyState* state = nullptr;
+    metrics::Counter* prompt_tokens = nullptr;
+    metrics::Counter* cached_tokens = nullptr;
+    metrics::Counter* completion_tokens = nullptr;
+    metrics::Counter* reserved_unused = nullptr;
+    std::vector<std::pair<unsigned, metrics::Counter*>> answers;  // a handful of statuses
+    metrics::Counter& answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m);
+};
 
 // Shared by every worker; each piece guards itself.
 struct PathShared {
@@ -84,16 +98,8 @@ public:
     };
     SlotMetrics& slotMetrics(size_t backend, uint32_t rank);
     metrics::Counter& requestCounter(std::string_view path, unsigned status);
-    // A client key's: its token counters and its answers by status.
-    struct KeyMetrics {
-        metrics::Counter* prompt_tokens = nullptr;
-        metrics::Counter* cached_tokens = nullptr;
-        metrics::Counter* completion_tokens = nullptr;
-        metrics::Counter* reserved_unused = nullptr;
-        std::vector<std::pair<unsigned, metrics::Counter*>> answers;  // a handful of statuses
-        metrics::Counter& answer(const std::string& key, unsigned status, metrics::GatewayMetrics& m);
-    };
-    KeyMetrics& keyMetrics(const std::string& key);
+    // A client key's, looked up once per request (keyLocal, budget_gate.hpp).
+    KeyLocal& keyLocal(const std::string& key, budget::Budgets& budgets);
     metrics::GatewayMetrics& gatewayMetrics() { return metrics_; }
 
 private:
@@ -114,7 +120,7 @@ private:
     };
     std::vector<RequestCounter> request_counters_;  // a handful: two endpoints x the statuses seen
     // Keys are a config's, so the map stays as small as the keys file.
-    std::map<std::string, KeyMetrics, std::less<>> key_metrics_;
+    std::map<std::string, KeyLocal, std::less<>> key_locals_;
 };
 
 }  // namespace dpgate::gateway

@@ -22,6 +22,7 @@ namespace dpgate::gateway {
 class ClientConnection;
 struct PathShared;
 class PathLocal;
+struct KeyLocal;
 
 struct RequestContext {
     ClientConnection& connection;
@@ -43,7 +44,8 @@ struct RequestContext {
     // request holds from admission until its answer ends (RequestOutcome
     // settles them), and what the key has left: the x-ratelimit-* fields of
     // every answer once the request is charged.
-    budget::KeyState* budget_key = nullptr;
+    budget::KeyState* budget_key = nullptr;  // set for a key with budgets
+    KeyLocal* key_local = nullptr;           // the worker's of the key, once looked up (keyLocal)
     budget::Ticket ticket{};
     std::optional<budget::Headroom> headroom{};
     // Set when the admission pool judged the request already (a large
