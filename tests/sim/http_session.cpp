@@ -74,6 +74,7 @@ struct AnswerPlan {
     std::string finish_reason;
     std::optional<std::string> tool_call_name;
     std::uint64_t seed = 0;
+    std::uint64_t prefill_tokens = 0;  // uncached: what the prefill costs
     std::chrono::microseconds prefill{0};
     std::chrono::microseconds per_token{0};
     bool include_usage = false;
@@ -116,7 +117,10 @@ private:
     net::awaitable<bool> writeResponse(const Request& request, http::status status, std::string body,
                                        std::string_view content_type, int rank = -1);
     net::awaitable<bool> writeError(const Request& request, int status, std::string_view message);
+    net::awaitable<bool> prefill(const AnswerPlan& plan);
+    net::awaitable<bool> waitInPrefillQueue(PrefillQueue& queue, std::uint64_t tokens);
     net::awaitable<bool> pauseWatchingClient(std::chrono::microseconds delay);
+    net::awaitable<bool> waitWatchingClient(net::steady_timer& timer);
     net::awaitable<void> waitUntilClientGone();
     void closeSocket();
     void setCork(bool on);
@@ -215,6 +219,7 @@ net::awaitable<bool> HttpSession::serve(Request& request) {
                                          "application/json");
     }
     if (path == "/metrics" && method == http::verb::get) {
+        context_.refreshQueueStats();
         co_return co_await writeResponse(request, http::status::ok, context_.stats.metricsText(context_.options.model),
                                          "text/plain; version=0.0.4; charset=utf-8");
     }
@@ -236,6 +241,7 @@ net::awaitable<bool> HttpSession::serveControl(Request& request, std::string_vie
         co_return co_await writeResponse(request, http::status::ok, faultToJson(*fault), "application/json");
     }
     if (path == "/sim/stats" && method == http::verb::get) {
+        context_.refreshQueueStats();
         co_return co_await writeResponse(request, http::status::ok, context_.stats.statsJson(), "application/json");
     }
     if (path == "/sim/reset" && method == http::verb::post) {
@@ -331,6 +337,7 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
         plan.finish_reason = digest.max_tokens && *digest.max_tokens <= options.max_output_tokens ? "length" : "stop";
     }
     const std::uint64_t computed_tokens = counted_tokens - std::min(counted_tokens, plan.usage.cached_tokens);
+    plan.prefill_tokens = computed_tokens;
     plan.prefill = std::chrono::microseconds(options.prefill_us_per_token * computed_tokens);
     plan.per_token = std::chrono::microseconds(options.decode_us_per_token);
     if (fault.mode == FaultMode::kSlow) plan.per_token += std::chrono::milliseconds(fault.chunk_delay_ms);
@@ -347,8 +354,12 @@ net::awaitable<bool> HttpSession::serveCompletion(Request& request, ApiKind kind
         client_gone = outcome == StreamOutcome::kClientGone;
     } else {
         auto tokens = plan.usage.completion_tokens;
-        auto wait = plan.prefill + plan.per_token * static_cast<std::int64_t>(tokens > 0 ? tokens - 1 : 0);
-        if (co_await pauseWatchingClient(wait)) {
+        auto decode = plan.per_token * static_cast<std::int64_t>(tokens > 0 ? tokens - 1 : 0);
+        auto* queue = context_.prefillQueue(rank);
+        bool answered =
+            queue ? co_await waitInPrefillQueue(*queue, plan.prefill_tokens) && co_await pauseWatchingClient(decode)
+                  : co_await pauseWatchingClient(plan.prefill + decode);
+        if (answered) {
             generated = tokens;
             auto id = std::to_string(context_.next_request_id++);
             ResponseBuilder builder(kind, (kind == ApiKind::kChat ? "chatcmpl-sim" : "cmpl-sim") + id,
@@ -387,7 +398,7 @@ net::awaitable<StreamOutcome> HttpSession::streamAnswer(const Request& request, 
     // prefill is done.
     auto [header_ec, header_bytes] = co_await http::async_write_header(socket(), serializer, kNoThrow);
     if (header_ec) co_return StreamOutcome::kClientGone;
-    if (!co_await pauseWatchingClient(plan.prefill)) co_return StreamOutcome::kClientGone;
+    if (!co_await prefill(plan)) co_return StreamOutcome::kClientGone;
 
     StreamProgress progress;
     if (fault.mode == FaultMode::kCutStream) {
@@ -474,6 +485,37 @@ net::awaitable<bool> HttpSession::writeError(const Request& request, int status,
                                      errorJson(message, errorTypeFor(status), status), "application/json");
 }
 
+net::awaitable<bool> HttpSession::prefill(const AnswerPlan& plan) {
+    auto* queue = context_.prefillQueue(plan.rank);
+    if (!queue) co_return co_await pauseWatchingClient(plan.prefill);
+    co_return co_await waitInPrefillQueue(*queue, plan.prefill_tokens);
+}
+
+// Waits for the rank's prefill queue to get through this request's tokens.
+// Returns false when the client went away; either way the request leaves the
+// queue, also when the session is destroyed at shutdown, so the ones behind
+// it move up (vLLM aborts a request whose client disconnects).
+net::awaitable<bool> HttpSession::waitInPrefillQueue(PrefillQueue& queue, std::uint64_t tokens) {
+    auto timer = std::make_shared<net::steady_timer>(socket().get_executor());
+    // Someone ahead left: the timer is made due at once, on this session's
+    // strand, so the wait ends now or, if it has not begun yet, as it begins.
+    auto wake = [executor = socket().get_executor(), weak = std::weak_ptr(timer)] {
+        net::post(executor, [weak] {
+            if (auto due = weak.lock()) due->expires_at(Clock::time_point::min());
+        });
+    };
+    struct Leave {
+        PrefillQueue& queue;
+        std::uint64_t id;
+        ~Leave() { queue.remove(id, Clock::now()); }
+    } leave{queue, queue.add(tokens, Clock::now(), std::move(wake))};
+    while (auto done_at = queue.doneAt(leave.id, Clock::now())) {
+        timer->expires_at(*done_at);
+        if (!co_await waitWatchingClient(*timer)) co_return false;
+    }
+    co_return true;
+}
+
 // Sleeps `delay` while watching the socket, the way vLLM notices a client
 // disconnect mid-generation. Returns false when the client went away. Bytes
 // that arrive meanwhile are a pipelined next request and are kept.
@@ -494,6 +536,22 @@ net::awaitable<bool> HttpSession::pauseWatchingClient(std::chrono::microseconds 
         if (ec) co_return false;
         buffer_.commit(n);
     }
+    co_return true;
+}
+
+// One wait for `timer` (due, or made due early) while watching the socket.
+// Returns false when the client went away; true when the timer ended the wait
+// or a pipelined byte arrived: the caller looks again.
+net::awaitable<bool> HttpSession::waitWatchingClient(net::steady_timer& timer) {
+    if (buffer_.size() >= kMaxReadAheadBytes) {
+        co_await timer.async_wait(kNoThrow);
+        co_return true;
+    }
+    auto result = co_await (timer.async_wait(kNoThrow) || socket().async_read_some(buffer_.prepare(4096), kNoThrow));
+    if (result.index() == 0) co_return true;
+    auto [ec, n] = std::get<1>(result);
+    if (ec) co_return false;
+    buffer_.commit(n);
     co_return true;
 }
 

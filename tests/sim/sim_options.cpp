@@ -41,6 +41,10 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
             options.prompt_tokens_details = false;
             continue;
         }
+        if (flag == "--serial-prefill") {
+            options.serial_prefill = true;
+            continue;
+        }
         if (i + 1 >= argc) {
             error = std::string(flag) + " needs a value (or unknown flag)";
             return std::nullopt;
@@ -80,6 +84,9 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
         } else if (flag == "--decode-us-per-token") {
             if (!need_uint(0, 100'000'000)) return std::nullopt;
             options.decode_us_per_token = number;
+        } else if (flag == "--max-batched-tokens") {
+            if (!need_uint(1, kHuge)) return std::nullopt;
+            options.max_batched_tokens = number;
         } else if (flag == "--max-output") {
             if (!need_uint(1, 1'000'000)) return std::nullopt;
             options.max_output_tokens = number;
@@ -118,6 +125,10 @@ std::optional<SimOptions> parseSimOptions(int argc, char** argv, std::string& er
     }
     if (!options.chat_template_path.empty() && options.tokenizer_path.empty()) {
         error = "--chat-template needs --tokenizer";
+        return std::nullopt;
+    }
+    if (options.max_batched_tokens != 0 && !options.serial_prefill) {
+        error = "--max-batched-tokens needs --serial-prefill";
         return std::nullopt;
     }
     return options;

@@ -18,6 +18,11 @@ struct SimOptions {
     std::uint64_t cache_tokens = 262144;  // per rank
     std::uint64_t prefill_us_per_token = 0;
     std::uint64_t decode_us_per_token = 0;
+    // --serial-prefill: each rank prefills FCFS, one request (or, with
+    // --max-batched-tokens, one step of that many tokens) at a time; see
+    // prefill_queue.hpp. Off: each request's prefill is timed on its own.
+    bool serial_prefill = false;
+    std::uint64_t max_batched_tokens = 0;  // 0: no budget, whole prefills
     std::uint64_t max_output_tokens = 16;
     int threads = 1;
     // --tokenizer: count prompt tokens with dpgate's admission library (see
@@ -35,6 +40,7 @@ inline constexpr const char* kSimUsage =
     "usage: dpgate-sim [--listen HOST:PORT] [--port-file PATH] [--dp N]\n"
     "                  [--window TOKENS] [--model NAME] [--cache-tokens N]\n"
     "                  [--prefill-us-per-token US] [--decode-us-per-token US]\n"
+    "                  [--serial-prefill [--max-batched-tokens N]]\n"
     "                  [--max-output TOKENS] [--threads N] [--fault MODE[:N]]\n"
     "                  [--tokenizer PATH [--chat-template FILE]] [--count-offset N]\n"
     "                  [--no-prompt-tokens-details] [--version TEXT]\n"

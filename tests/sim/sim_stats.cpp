@@ -34,7 +34,9 @@ struct MetricFamily {
 // Names, types and help texts as vLLM v1 exports them.
 const MetricFamily kFamilies[] = {
     {"vllm:num_requests_running", "gauge", "Number of requests in model execution batches.",
-     [](const RankCounters& c) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.running.load())); }},
+     [](const RankCounters& c) {
+         return static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.running.load() - c.waiting.load()));
+     }},
     {"vllm:num_requests_waiting", "gauge", "Number of requests waiting to be processed.",
      [](const RankCounters& c) { return static_cast<std::uint64_t>(std::max<std::int64_t>(0, c.waiting.load())); }},
     {"vllm:prefix_cache_queries_total", "counter", "Prefix cache queries, in terms of number of queried tokens.",
@@ -80,12 +82,19 @@ std::string SimStats::statsJson() const {
     doc["in_flight"] = in_flight.load();
     auto by_rank = nlohmann::json::array();
     auto running = nlohmann::json::array();
+    auto waiting = nlohmann::json::array();
+    auto queued_tokens = nlohmann::json::array();
     for (int r = 0; r < dp_ranks_; ++r) {
-        by_rank.push_back(ranks_[static_cast<std::size_t>(r)].served.load());
-        running.push_back(ranks_[static_cast<std::size_t>(r)].running.load());
+        const auto& c = ranks_[static_cast<std::size_t>(r)];
+        by_rank.push_back(c.served.load());
+        running.push_back(c.running.load() - c.waiting.load());
+        waiting.push_back(c.waiting.load());
+        queued_tokens.push_back(c.queued_prefill_tokens.load());
     }
     doc["by_rank"] = std::move(by_rank);
     doc["running_by_rank"] = std::move(running);
+    doc["waiting_by_rank"] = std::move(waiting);
+    doc["queued_prefill_tokens_by_rank"] = std::move(queued_tokens);
     std::lock_guard lock(last_mutex_);
     // Repeated header names are joined with ", " as HTTP allows.
     auto headers = nlohmann::json::object();

@@ -13,8 +13,11 @@ namespace dpgate::sim {
 
 // Per-rank numbers behind vLLM's /metrics.
 struct RankCounters {
-    std::atomic<std::int64_t> running{0};
+    std::atomic<std::int64_t> running{0};  // in flight, whether queued, prefilling or decoding
+    // Of those, not yet given a prefill token (--serial-prefill), and the
+    // prompt tokens the rank still has to prefill.
     std::atomic<std::int64_t> waiting{0};
+    std::atomic<std::uint64_t> queued_prefill_tokens{0};
     std::atomic<std::uint64_t> served{0};
     std::atomic<std::uint64_t> prompt_tokens{0};
     std::atomic<std::uint64_t> generation_tokens{0};
