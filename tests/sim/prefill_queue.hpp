@@ -48,8 +48,8 @@ public:
     void remove(std::uint64_t id, TimePoint now);
 
     struct Snapshot {
-        std::uint64_t waiting = 0;     // not yet given a token: vLLM's WAITING
-        std::uint64_t prefilling = 0;  // given some: vLLM's RUNNING, still in prefill
+        std::uint64_t waiting = 0;        // not yet given a token: vLLM's WAITING
+        std::uint64_t prefilling = 0;     // given some: vLLM's RUNNING, still in prefill
         std::uint64_t queued_tokens = 0;  // prompt tokens not yet prefilled
     };
     Snapshot snapshot(TimePoint now);
