@@ -1,6 +1,7 @@
 #include "gateway/control/etcd_client.hpp"
 
 #include "conf/backend_url.hpp"
+#include "gateway/net/tls_context.hpp"
 
 #include <openssl/err.h>
 #include <openssl/ssl.h>
@@ -29,20 +30,7 @@ constexpr size_t kStreamObjectLimit = 16u << 20;
 bool anotherMemberMayAnswer(int code) { return code == 14 || code == 4; }
 
 std::shared_ptr<ssl::context> clientTlsContext(const conf::EtcdConfig& config) {
-    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-    context->set_verify_mode(ssl::verify_peer);
-    boost::system::error_code ec;
-    if (config.ca_file.empty()) context->set_default_verify_paths(ec);
-    else context->load_verify_file(config.ca_file, ec);
-    if (ec) throw std::runtime_error("control.etcd.tls.ca_file: " + config.ca_file + ": " + ec.message());
-    if (!config.cert_file.empty()) {
-        context->use_certificate_chain_file(config.cert_file, ec);
-        if (ec) throw std::runtime_error("control.etcd.tls.cert_file: " + config.cert_file + ": " + ec.message());
-        context->use_private_key_file(config.key_file, ssl::context::pem, ec);
-        if (ec) throw std::runtime_error("control.etcd.tls.key_file: " + config.key_file + ": " + ec.message());
-    }
-    return context;
+    return makeClientTlsContext("control.etcd", config.ca_file, config.cert_file, config.key_file);
 }
 
 }  // namespace

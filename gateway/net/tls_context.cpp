@@ -41,4 +41,27 @@ std::shared_ptr<boost::asio::ssl::context> makeServerTlsContext(const conf::TlsC
     return context;
 }
 
+std::shared_ptr<boost::asio::ssl::context> makeClientTlsContext(const std::string& section, const std::string& ca_file,
+                                                                const std::string& cert_file,
+                                                                const std::string& key_file) {
+    namespace ssl = boost::asio::ssl;
+    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
+    SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
+    context->set_verify_mode(ssl::verify_peer);
+    boost::system::error_code ec;
+    auto check = [&](const char* field, const std::string& file) {
+        if (ec) throw std::runtime_error(section + ".tls." + field + ": " + file + ": " + ec.message());
+    };
+    if (ca_file.empty()) context->set_default_verify_paths(ec);
+    else context->load_verify_file(ca_file, ec);
+    check("ca_file", ca_file);
+    if (!cert_file.empty()) {
+        context->use_certificate_chain_file(cert_file, ec);
+        check("cert_file", cert_file);
+        context->use_private_key_file(key_file, ssl::context::pem, ec);
+        check("key_file", key_file);
+    }
+    return context;
+}
+
 }  // namespace dpgate::gateway

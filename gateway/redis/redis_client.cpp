@@ -1,5 +1,7 @@
 #include "gateway/redis/redis_client.hpp"
 
+#include "gateway/net/tls_context.hpp"
+
 #include "gateway/platform/log.hpp"
 
 #include <openssl/evp.h>
@@ -67,20 +69,7 @@ std::string readPassword(const std::string& file) {
 
 std::shared_ptr<ssl::context> clientTlsContext(const conf::RedisConfig& config) {
     if (!config.tls) return nullptr;
-    auto context = std::make_shared<ssl::context>(ssl::context::tls_client);
-    SSL_CTX_set_min_proto_version(context->native_handle(), TLS1_2_VERSION);
-    context->set_verify_mode(ssl::verify_peer);
-    boost::system::error_code ec;
-    if (config.ca_file.empty()) context->set_default_verify_paths(ec);
-    else context->load_verify_file(config.ca_file, ec);
-    if (ec) throw std::runtime_error("limits.redis.tls.ca_file: " + config.ca_file + ": " + ec.message());
-    if (!config.cert_file.empty()) {
-        context->use_certificate_chain_file(config.cert_file, ec);
-        if (ec) throw std::runtime_error("limits.redis.tls.cert_file: " + config.cert_file + ": " + ec.message());
-        context->use_private_key_file(config.key_file, ssl::context::pem, ec);
-        if (ec) throw std::runtime_error("limits.redis.tls.key_file: " + config.key_file + ": " + ec.message());
-    }
-    return context;
+    return makeClientTlsContext("limits.redis", config.ca_file, config.cert_file, config.key_file);
 }
 
 std::string sha1Hex(std::string_view text) {
